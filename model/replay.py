@@ -1,0 +1,141 @@
+"""Replay a stored log through every fold of the model, in one pass (spec 2, 3, 4.2, 5).
+
+Data flows one way: events → folds (surface, meter, shadow-price projection, observability) →
+a :class:`ReplayResult` that records each replacement with its logged and recomputed prices and
+the first rule the log broke. Memory is bounded by the surface, not the log: the only earlier
+events kept are those still on the surface (the tool-result rewrite rule compares with them) and
+the open step's chunks (the meter prices provider output from them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .errors import ModelError
+from .event import METERING_EVENT_TYPES, Event
+from .meter import MeterState, fold_meter, measure_state, Measurement
+from .projection import Observability, SurfaceProjection, fold_claim, fold_observability
+from .surface import Surface, next_surface
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """One surface replace, as the audit reports it (issue 3 JSON shape)."""
+
+    seq: int
+    kind: str  # summary | prune | other
+    start: int
+    end: int
+    shadowed_seqs: tuple[int, ...]
+    logged_shadow_tokens: int | None
+    recomputed_shadow_tokens: int
+    replacement_tokens: int
+    generation_after: int
+    claim_action: str  # consume | unpriced-replace
+
+    def to_json(self) -> dict:
+        return {
+            "seq": self.seq, "kind": self.kind, "range": [self.start, self.end],
+            "shadowed_seqs": list(self.shadowed_seqs), "logged_shadow_tokens": self.logged_shadow_tokens,
+            "recomputed_shadow_tokens": self.recomputed_shadow_tokens, "replacement_tokens": self.replacement_tokens,
+            "generation_after": self.generation_after,
+        }
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What a log replay found. `error` is the first broken rule (replay stops there)."""
+
+    events: int
+    surface_nodes: tuple[int, ...]
+    generation: int
+    replacements: tuple[Replacement, ...]
+    projection_total: int
+    recount_total: int
+    fully_metered: bool
+    measurement: Measurement | None
+    observability: Observability
+    error: ModelError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class _BoundedLookup:
+    """Earlier events the folds may still read: current surface nodes and the open step's chunks."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, Event] = {}
+        self.chunks: dict[int, Event] = {}
+
+    def __call__(self, seq: int) -> Event | None:
+        return self.nodes.get(seq) or self.chunks.get(seq)
+
+    def remember(self, event: Event, surface: Surface, shadowed: tuple[int, ...]) -> None:
+        if event.type == "step/start":
+            self.chunks.clear()
+        elif event.type == "assistant/chunk":
+            self.chunks[event.seq] = event
+        for seq in shadowed:
+            self.nodes.pop(seq, None)
+        if surface.nodes and surface.nodes.count(event.seq):
+            self.nodes[event.seq] = event
+
+
+def replay(events: Iterable[Event]) -> ReplayResult:
+    """Fold every model rule over `events` (a stored log, seq 0 first)."""
+    lookup = _BoundedLookup()
+    surface = Surface()
+    meter = MeterState()
+    projection = SurfaceProjection()
+    observability = Observability()
+    replacements: list[Replacement] = []
+    previous: Event | None = None
+    fully_metered = True
+    count = 0
+    error: ModelError | None = None
+    for event in events:
+        try:
+            surface_after, plan = next_surface(surface, event, count, lookup)
+            meter_after = fold_meter(meter, event, lookup)
+            step = fold_claim(projection.claim, event)
+            observability = fold_observability(observability, event)
+        except ModelError as exc:
+            if exc.seq is None:
+                exc.seq = count
+            error = exc
+            break
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
+            error = ModelError(f"event at seq {count} has an unexpected shape: {type(exc).__name__}: {exc}",
+                               seq=count, rule="event-shape")
+            break
+        if plan.kind == "replace":
+            metered = previous is not None and previous.type in METERING_EVENT_TYPES
+            kind = {"compaction/summary": "summary", "compaction/prune": "prune"}.get(previous.type) if metered else "other"
+            shadow_prices = dict(meter.nodes)
+            replacements.append(Replacement(
+                seq=event.seq, kind=kind or "other", start=plan.start, end=plan.end, shadowed_seqs=plan.shadowed,
+                logged_shadow_tokens=previous.data.get("shadowedTokenCount") if metered else None,
+                recomputed_shadow_tokens=sum(shadow_prices[seq] for seq in plan.shadowed),
+                replacement_tokens=dict(meter_after.nodes)[event.seq],
+                generation_after=surface_after.generation, claim_action=step.action,
+            ))
+            if step.action != "consume":
+                fully_metered = False
+        surface, meter = surface_after, meter_after
+        projection = SurfaceProjection(projection.total + step.delta, step.claim)
+        lookup.remember(event, surface, plan.shadowed)
+        previous = event
+        count += 1
+    measurement = None
+    if error is None:
+        try:
+            measurement = measure_state(meter)
+        except ModelError as exc:  # pragma: no cover - measure_state has no failure path today
+            error = exc
+    return ReplayResult(
+        events=count, surface_nodes=surface.nodes, generation=surface.generation,
+        replacements=tuple(replacements), projection_total=projection.total, recount_total=meter.surface_tokens,
+        fully_metered=fully_metered, measurement=measurement, observability=observability, error=error,
+    )

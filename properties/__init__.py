@@ -1,0 +1,1 @@
+"""Property-based checks (Hypothesis) of the reference model's invariants."""

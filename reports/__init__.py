@@ -1,0 +1,1 @@
+"""Report writers for ``surfacecheck check`` (JSON report, JUnit XML)."""
