@@ -1,0 +1,93 @@
+"""Manual `/compact` and `compactNow` (seed §13; spec 11).
+
+`/compact` is argument-free idle maintenance: an owner-less (turn null) bracket over the retain-0
+range, selected-span stability, a durability flush, and six distinct results — busy, cancelled,
+changed, summary, commit, persistence — besides success.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import AbortError, ManualCompactionError, ModelError
+from .meter import measure
+from .region import select_compactable_range
+from .session import Session, append
+from .summarizer import ScriptedSummarizer
+from .transaction import NO_FAULTS, Faults, Outcome, TransactionOptions, compact_surface_region
+
+MESSAGES = {
+    "busy": "Compaction is unavailable because this process has an active compaction, or the agent is not idle.",
+    "cancelled": "Compaction cancelled.",
+    "changed": "The history selected for compaction changed before it could be replaced. The conversation is "
+               "unchanged; the attempt is recorded in the session log.",
+    "summary": "Compaction could not produce a useful summary. The conversation is unchanged; the attempt is "
+               "recorded in the session log.",
+    "commit": "Compaction did not finish cleanly; some session history may have changed. Inspect the current "
+              "session state before retrying.",
+    "persistence": "Compaction finished, but the session could not be saved.",
+}
+
+
+def compact_now(session: Session, *, agent_idle: bool = True, source_command_id: str | None = None,
+                summarizer: ScriptedSummarizer = ScriptedSummarizer(), faults: Faults = NO_FAULTS,
+                caller_aborted: bool = False, max_tokens: int = 8192) -> Outcome:
+    """`BasicCompactionEngine.compactNow` (spec 11.2). value: CompactionResult or None (nothing to compact)."""
+    if caller_aborted:
+        return Outcome(session, error=AbortError(), aborted=True, labels=("compactNow: caller signal already aborted",))
+    if not agent_idle:
+        return Outcome(session, error=ManualCompactionError(
+            "busy", "manual compaction requires an idle agent with no waking queued work"),
+            labels=("compactNow: agent not idle",))
+    span = select_compactable_range(session, measure(session), 0)
+    if span is None:
+        return Outcome(session, labels=("compactNow: no compactable range",))
+    tx = compact_surface_region(session, span.start, span.end,
+                                TransactionOptions.manual(source_command_id, max_tokens=max_tokens),
+                                summarizer, faults, False)
+    if tx.error is not None and tx.agent_aborted:
+        return Outcome(tx.session, error=ManualCompactionError("cancelled", "manual compaction was cancelled",
+                                                               cause=tx.error), labels=tx.labels)
+    return tx
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """`command/done {kind, text?, sourceEventSeq?}`."""
+
+    kind: str
+    text: str
+    source_event_seq: int | None = None
+
+
+def compact_command(session: Session, command_id: str, args: str = "", **kw) -> tuple[Session, CommandResult, tuple]:
+    """The `/compact` command as the executor runs it: `command/run`, the handler, `command/done` (spec 11.1)."""
+    session, _ = append(session, "command/run", {"commandId": command_id, "name": "compact", "args": args,
+                                                 "source": {"kind": "user"}})
+    labels: tuple = (f"command/run {command_id}: /compact",)
+    if args.strip():
+        result = CommandResult("error", "Usage: /compact (no arguments)")
+    else:
+        outcome = compact_now(session, source_command_id=command_id, **kw)
+        session, labels = outcome.session, labels + outcome.labels
+        result = command_result(outcome)
+    done = {"commandId": command_id, "kind": result.kind, "text": result.text}
+    if result.source_event_seq is not None:
+        done["sourceEventSeq"] = result.source_event_seq
+    session, _ = append(session, "command/done", done)
+    return session, result, labels + (f"command/done {result.kind}: {result.text}",)
+
+
+def command_result(outcome: Outcome) -> CommandResult:
+    """Handler mapping (spec 11.1): abort → cancelled text; ManualCompactionError code → its text."""
+    error = outcome.error
+    if outcome.aborted or isinstance(error, AbortError):
+        return CommandResult("error", MESSAGES["cancelled"])
+    if isinstance(error, ManualCompactionError):
+        return CommandResult("error", MESSAGES[error.code])
+    if error is not None:
+        raise error
+    if outcome.value is None:
+        return CommandResult("success", "No compactable history yet.")
+    result = outcome.value
+    return CommandResult("success", f"Compacted {len(result.shadowed_seqs)} history items "
+                                    f"(~{result.shadowed_token_count} tokens).", result.summary_seq)

@@ -1,0 +1,181 @@
+"""`compactIfNeeded`: the pressure policy and the overflow compaction (seed §1, §5-6, §12; spec 9, 10.2).
+
+Pressure (at `agent/pre-step`): qualify against the threshold, prune first, remeasure, then up to
+`compactionRetries + 1` summaries, each over the range the retain budget selects. Overflow (at
+`agent/request-error`): prune, then exactly one summary with retain 0 — no threshold, no capacity,
+and the lock is checked only by the transaction, after pruning (spec §15 G8).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
+from .errors import CompactionError, ModelError, TargetPressureConfigError
+from .meter import measure
+from .pruner import prune_session
+from .region import assert_no_active_compaction, select_compactable_range
+from .session import Session, request_header
+from .summarizer import ScriptedSummarizer
+from .transaction import NO_FAULTS, Faults, Outcome, TransactionOptions, compact_surface_region
+
+PRESSURE = "pressure"
+OVERFLOW = "context-overflow"
+
+
+def routed_target(session: Session) -> tuple[str, str] | None:
+    """`routedTarget` (spec 4.4): provider/model of the latest logged header, both non-empty."""
+    header = request_header(session)
+    config = header.get("config") if isinstance(header, dict) else None
+    if isinstance(config, dict) and config.get("provider") and config.get("model"):
+        return config["provider"], config["model"]
+    return None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """The outside world a policy call reads: runtime policy, route capacities, summarizer, faults."""
+
+    policy: RuntimePolicy = RuntimePolicy()
+    summarizer: ScriptedSummarizer = ScriptedSummarizer()
+    faults: Faults = NO_FAULTS
+    capacity: dict | None = None  # (provider, model) -> contextWindow | None; default: policy.context_window
+
+    def context_window(self, target: tuple[str, str]):
+        if self.capacity is not None and target in self.capacity:
+            return self.capacity[target]
+        return self.policy.context_window
+
+
+def _join(*parts: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(label for part in parts for label in part)
+
+
+def compact_if_needed(session: Session, mode: str, env: Environment, signal_aborted: bool = False) -> Outcome:
+    """`BasicCompactionEngine.compactIfNeeded(agent, mode)`; value = last CompactionResult or None."""
+    if mode == OVERFLOW:
+        return _overflow(session, env, signal_aborted)
+    target = routed_target(session)
+    if target is None:
+        return Outcome(session, labels=("pressure: no routed target in the logged header; no-op",))
+    policy = resolve_target_policy(env.policy.compaction, *target)
+    measurement = measure(session)
+    try:
+        assert_no_active_compaction(session, "automatic pressure compaction")
+        window = env.context_window(target)
+        if window is None:
+            raise TargetPressureConfigError(policy.key, f"compaction-basic: no context capacity for {policy.key}; "
+                                                        "configure contextWindow on that adapter model")
+        spec = resolve_compact_spec(policy, window)
+    except ModelError as error:
+        return Outcome(session, error=error, labels=(f"pressure check failed: {error.message}",))
+    labels = [f"pressure: measured {measurement.total_tokens} against threshold {spec.threshold_tokens}"]
+    if measurement.total_tokens < spec.threshold_tokens:
+        return Outcome(session, labels=tuple(labels) + ("pressure: below threshold; no pruning",))
+    if env.policy.pruner is not None:
+        pruned = prune_session(session, env.policy.pruner, env.faults)
+        session, labels = pruned.session, labels + list(pruned.labels)
+        if pruned.error is not None:
+            return Outcome(session, error=pruned.error, labels=tuple(labels))
+        measurement = measure(session)
+        labels.append(f"pressure: remeasured {measurement.total_tokens} after pruning")
+        if measurement.total_tokens < spec.threshold_tokens:
+            return Outcome(session, labels=tuple(labels) + ("pressure: pruning sufficed; no summary",))
+    result = None
+    options = TransactionOptions(max_tokens=spec.max_tokens)
+    for attempt in range(spec.compaction_retries + 1):
+        try:
+            span = select_compactable_range(session, measurement, spec.retain_tokens)
+        except ModelError as error:
+            return Outcome(session, value=result, error=error, labels=tuple(labels))
+        if span is None:
+            labels.append(f"pressure attempt {attempt + 1}: no compactable range")
+            if result is None:
+                return Outcome(session, labels=tuple(labels))
+            break
+        labels.append(f"pressure attempt {attempt + 1}: range {span.start}-{span.end} (retain {spec.retain_tokens})")
+        tx = compact_surface_region(session, span.start, span.end, options, env.summarizer, env.faults, signal_aborted)
+        session, labels = tx.session, labels + list(tx.labels)
+        if tx.error is not None:
+            return Outcome(session, value=result, error=tx.error, labels=tuple(labels))
+        result = tx.value
+        measurement = measure(session)
+        if measurement.total_tokens < spec.threshold_tokens:
+            labels.append(f"pressure: {measurement.total_tokens} now below threshold {spec.threshold_tokens}")
+            return Outcome(session, value=result, labels=tuple(labels))
+    error = CompactionError(
+        f"compaction still above threshold after {spec.compaction_retries + 1} compaction attempts "
+        f"({measurement.total_tokens} estimated tokens >= threshold {spec.threshold_tokens})")
+    return Outcome(session, value=result, error=error, labels=tuple(labels) + (error.message,))
+
+
+def _overflow(session: Session, env: Environment, signal_aborted: bool) -> Outcome:
+    """`compactIfNeeded(agent, 'context-overflow')` (spec 10.2): prune, then one retain-0 summary."""
+    if routed_target(session) is None:
+        return Outcome(session, labels=("overflow: no routed target; nothing to compact",))
+    labels: list[str] = []
+    measurement = measure(session)
+    if env.policy.pruner is not None:
+        pruned = prune_session(session, env.policy.pruner, env.faults)
+        session, labels = pruned.session, labels + list(pruned.labels)
+        if pruned.error is not None:
+            return Outcome(session, error=pruned.error, labels=tuple(labels))
+        measurement = measure(session)
+    span = select_compactable_range(session, measurement, 0)
+    if span is None:
+        return Outcome(session, labels=tuple(labels) + ("overflow: no compactable range (retain 0)",))
+    labels.append(f"overflow: range {span.start}-{span.end} (retain 0)")
+    target = routed_target(session)
+    policy = resolve_target_policy(env.policy.compaction, *target)
+    tx = compact_surface_region(session, span.start, span.end, TransactionOptions(max_tokens=policy.max_tokens),
+                                env.summarizer, env.faults, signal_aborted)
+    return Outcome(tx.session, value=tx.value, error=tx.error, aborted=tx.aborted, labels=tuple(labels) + tx.labels)
+
+
+@dataclass(frozen=True)
+class OverflowState:
+    """compaction-basic's per-agent overflow bookkeeping (spec 10.2): retries since the last reset."""
+
+    retries: int = 0
+    seen_overflow: bool = False
+
+
+def on_request_error(session: Session, state: OverflowState, failure_code: str, env: Environment,
+                     signal_aborted: bool = False) -> tuple[Outcome, OverflowState, bool]:
+    """The `agent/request-error` listener (spec 10.2). Returns (outcome, new state, retry?).
+
+    A retry is authorized only when the generation advanced (seed §12: progress is the proof)."""
+    if failure_code != "CONTEXT_WINDOW_EXCEEDED" or signal_aborted:
+        return Outcome(session, labels=("request error: not an overflow, or cancelled; next()",)), state, False
+    state = OverflowState(state.retries, True)
+    target = routed_target(session)
+    if target is None:
+        return Outcome(session, labels=("overflow: no routed target; next()",)), state, False
+    policy = resolve_target_policy(env.policy.compaction, *target)
+    if state.retries >= policy.max_overflow_retries:
+        return Outcome(session, labels=(f"overflow: retries exhausted ({state.retries} >= "
+                                        f"{policy.max_overflow_retries}); the request error stands",)), state, False
+    gen0 = session.generation
+    outcome = compact_if_needed(session, OVERFLOW, env, signal_aborted)
+    advanced = outcome.session.generation > gen0
+    aborted = signal_aborted or outcome.aborted
+    if outcome.error is not None:
+        if not aborted and advanced:
+            label = ("overflow compaction failed after durable surface progress: "
+                     f"{outcome.error.message}; retrying from the replacement surface")
+            return (Outcome(outcome.session, error=outcome.error, labels=outcome.labels + (label,)),
+                    OverflowState(state.retries + 1, True), True)
+        label = f"overflow compaction failed: {outcome.error.message}; preserving the original request error"
+        return Outcome(outcome.session, error=outcome.error, labels=outcome.labels + (label,)), state, False
+    if aborted or not advanced:
+        return (Outcome(outcome.session, value=outcome.value, labels=outcome.labels
+                        + ("overflow: no generation advance; the request error stands",)), state, False)
+    return (Outcome(outcome.session, value=outcome.value, labels=outcome.labels
+                    + (f"overflow: generation {gen0} -> {outcome.session.generation}; retry the same step",)),
+            OverflowState(state.retries + 1, True), True)
+
+
+def reset_overflow(state: OverflowState, event_type: str, status: str | None = None) -> OverflowState:
+    """Spec 10.2 (DISAGREES D3): cleared on `agent/status` idle and on any `assistant/message` after an overflow."""
+    if (event_type == "agent/status" and status == "idle") or (event_type == "assistant/message" and state.seen_overflow):
+        return OverflowState(0, state.seen_overflow)
+    return state

@@ -1,0 +1,122 @@
+"""Command line: ``surfacecheck <command> [options]`` (see ``surfacecheck --help``)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .check import (
+    DEFAULT_REPORT_DIR,
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_VIOLATION,
+    JUNIT_FILE,
+    REPORT_FILE,
+    run_check,
+    runtime_problem,
+)
+from .corpus import ENV_VAR
+
+EXIT_CODES = f"""\
+exit codes:
+  {EXIT_OK}  every check held
+  {EXIT_VIOLATION}  a violation was found
+  {EXIT_USAGE}  bad input or usage (unknown runtime, missing corpus, no scenario logs, ...)
+  {EXIT_INCONCLUSIVE}  inconclusive: no violation, but some check reached no verdict
+"""
+
+MAIN_DESCRIPTION = """\
+surfacecheck verifies context compaction against an executable reference model of the
+DeepSeek Harness (dsh) session log: it replays session logs through a runtime and checks the
+surface, replace generation, replacements and token projections it computes."""
+
+CHECK_DESCRIPTION = f"""\
+Replay every generated scenario log (scenarios/logs/*.jsonl) and, if a corpus is found, every
+corpus log (dsh-sessions/*.jsonl and dsh-generated/*.jsonl) through the runtime, and check
+per log that:
+  - it reads and replays with no model error;
+  - when it is fully metered, the O(1) projection total equals the full recount;
+  - for dsh-generated logs, the final surface, generation and every replacement (seq, kind,
+    range, shadowed seqs, logged and recomputed shadow price, replacement price) match
+    dsh-generated/expected.json.
+Any failed check is a violation.
+
+Prints a summary table and the violations (or, with --json, exactly one JSON document) on
+stdout and progress on stderr, and writes {REPORT_FILE} and {JUNIT_FILE} (one test case per
+log) into the report directory.
+
+Runtimes: only 'model' (the reference model in this package) is available in this version;
+'embedded' and 'cmd:COMMAND' are planned and exit {EXIT_USAGE} with "not available yet".
+
+The corpus is --corpus DIR, else ${ENV_VAR}, else <checkout>/../shared/corpus; if none is
+found only the scenario logs are checked."""
+
+
+def _runtime(value: str) -> str:
+    problem = runtime_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="surfacecheck",
+        description=MAIN_DESCRIPTION,
+        epilog=EXIT_CODES + "\nRun 'surfacecheck COMMAND --help' for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    check = commands.add_parser(
+        "check",
+        help="replay every scenario and corpus log through a runtime and report violations",
+        description=CHECK_DESCRIPTION,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check.add_argument(
+        "--runtime",
+        type=_runtime,
+        default="model",
+        metavar="RUNTIME",
+        help="what to check: model (default; the only one available yet), embedded or cmd:COMMAND (planned)",
+    )
+    check.add_argument("--json", action="store_true", help="print exactly one JSON document (the report) on stdout")
+    check.add_argument(
+        "--report-dir",
+        metavar="DIR",
+        default=str(DEFAULT_REPORT_DIR),
+        help=f"where to write {REPORT_FILE} and {JUNIT_FILE} (default: %(default)s, created if needed)",
+    )
+    check.add_argument(
+        "--corpus",
+        metavar="DIR",
+        default=None,
+        help=f"corpus directory (default: ${ENV_VAR}, else <checkout>/../shared/corpus)",
+    )
+    check.add_argument(
+        "-v", "--verbose", action="store_true", help="list every log in the summary, not just dsh-generated ones and failures"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``surfacecheck`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)  # usage errors exit 2 here
+    if args.command == "check":
+        return run_check(
+            runtime=args.runtime,
+            report_dir=args.report_dir,
+            json_out=args.json,
+            corpus=args.corpus,
+            verbose=args.verbose,
+        )
+    raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""Tests for model/prune_content.py: the tool-result pruner's pure parts (spec 6)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.errors import PrunerConfigError
+from model.prune_content import (
+    PRUNE_MARKER,
+    PruneGuardError,
+    PrunerConfig,
+    measure_content,
+    prune_content,
+    resolve_pruner_config,
+)
+
+MARKER_LEN = 39
+REPO = Path(__file__).resolve().parent.parent
+
+
+def text(t: str) -> dict:
+    return {"type": "text", "text": t}
+
+
+def joined(blocks: list[dict]) -> str:
+    return "".join(b["text"] for b in blocks if b["type"] == "text")
+
+
+IMAGE = {"type": "image", "attachment": {"id": "a1"}}
+SMALL = PrunerConfig(threshold_chars=60, head_chars=10, tail_chars=5)
+
+
+# -- marker, measuring, defaults ------------------------------------------------------------
+
+
+def test_marker_and_defaults():
+    assert PRUNE_MARKER == "\n\n[... tool result middle pruned ...]\n\n"
+    assert len(PRUNE_MARKER) == MARKER_LEN
+    assert PrunerConfig() == PrunerConfig(8192, 4096, 1024)
+    assert resolve_pruner_config(None) == PrunerConfig()
+    assert resolve_pruner_config({}) == PrunerConfig()
+
+
+def test_measure_content_counts_code_points_of_text_only():
+    assert measure_content([]) == 0
+    assert measure_content([text("abc"), IMAGE, text("😀😀")]) == 5
+    nested = {"type": "tool-result", "toolCallId": "c", "content": [text("x" * 100)]}
+    assert measure_content([nested, {"type": "reasoning", "text": "abcd"}]) == 0
+
+
+# -- pruneContent ----------------------------------------------------------------------------
+
+
+def test_at_or_below_threshold_is_unchanged():
+    assert prune_content([text("x" * 60)], SMALL) is None
+    assert prune_content([text("x" * 59), IMAGE], SMALL) is None
+    assert prune_content([], SMALL) is None
+    assert prune_content([text("a" * 8192)]) is None
+
+
+def test_single_big_block_default_config():
+    body = "".join(chr(ord("a") + i % 26) for i in range(8193))
+    (block,) = prune_content([text(body)])
+    assert block["text"] == body[:4096] + PRUNE_MARKER + body[-1024:]
+    assert len(block["text"]) == 4096 + MARKER_LEN + 1024
+
+
+def test_text_block_keeps_its_other_keys_and_key_order():
+    block = {"type": "text", "text": "y" * 61, "cache": True}
+    (out,) = prune_content([block], SMALL)
+    assert list(out) == ["type", "text", "cache"]
+    assert out["cache"] is True
+    assert block["text"] == "y" * 61  # input not mutated
+
+
+def test_removed_interval_spans_blocks():
+    # 3 blocks of 30 code points: total 90, removed [10, 85)
+    blocks = [text("a" * 30), text("b" * 30), text("c" * 30)]
+    out = prune_content(blocks, SMALL)
+    assert out == [text("a" * 10 + PRUNE_MARKER), text("c" * 5)]  # middle block emptied -> dropped
+    assert joined(out).count(PRUNE_MARKER) == 1
+
+
+def test_marker_goes_into_first_intersecting_block_even_if_head_ends_at_its_start():
+    # head ends exactly at the block boundary: first block untouched, marker starts block 2
+    blocks = [text("a" * 10), text("b" * 55)]  # total 65, removed [10, 60)
+    out = prune_content(blocks, SMALL)
+    assert out == [text("a" * 10), text(PRUNE_MARKER + "b" * 5)]
+
+
+def test_marker_alone_keeps_block():
+    blocks = [text("a" * 10), text("b" * 60), text("c" * 5)]
+    out = prune_content(blocks, SMALL)
+    assert out == [text("a" * 10), text(PRUNE_MARKER), text("c" * 5)]
+
+
+def test_empty_text_blocks_dropped_non_text_kept_in_place():
+    blocks = [text(""), IMAGE, text("a" * 40), text(""), IMAGE, text("b" * 40), text("")]
+    out = prune_content(blocks, SMALL)
+    assert out == [IMAGE, text("a" * 10 + PRUNE_MARKER), IMAGE, text("b" * 5)]
+    assert out[0] is IMAGE and out[2] is IMAGE
+
+
+def test_zero_head_and_tail():
+    config = resolve_pruner_config({"thresholdChars": 39, "headChars": 0, "tailChars": 0})
+    assert prune_content([text("z" * 40)], config) == [text(PRUNE_MARKER)]
+
+
+def test_astral_characters_never_split():
+    body = "😀" * 61
+    (out,) = prune_content([text(body)], SMALL)
+    assert out["text"] == "😀" * 10 + PRUNE_MARKER + "😀" * 5
+    assert not any(0xD800 <= ord(ch) <= 0xDFFF for ch in out["text"])
+    assert measure_content([out]) == 54
+
+
+def test_guards_raise_dsh_messages():
+    # Unvalidated configs (resolve_pruner_config would refuse them) reach the guards.
+    with pytest.raises(PruneGuardError, match="^tool-result prune: failed to locate the removed text span$"):
+        prune_content([text("x" * 20)], PrunerConfig(threshold_chars=10, head_chars=30, tail_chars=30))
+    with pytest.raises(PruneGuardError, match="^tool-result prune: replacement must be smaller and within threshold$"):
+        prune_content([text("x" * 20)], PrunerConfig(threshold_chars=10, head_chars=5, tail_chars=5))
+
+
+# -- resolveConfig validation ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"thresholdchars": 1}, 'ToolResultPruneConfig: unknown key "thresholdchars" '
+                                "(allowed: thresholdChars, headChars, tailChars)"),
+        ({"headChars": 1, "maxChars": 2}, 'ToolResultPruneConfig: unknown key "maxChars" '
+                                          "(allowed: thresholdChars, headChars, tailChars)"),
+        ({"thresholdChars": 0}, "ToolResultPruneConfig: thresholdChars (0) must be a positive integer"),
+        ({"thresholdChars": -3}, "ToolResultPruneConfig: thresholdChars (-3) must be a positive integer"),
+        ({"thresholdChars": 100.5}, "ToolResultPruneConfig: thresholdChars (100.5) must be a positive integer"),
+        ({"thresholdChars": "9000"}, "ToolResultPruneConfig: thresholdChars (9000) must be a positive integer"),
+        ({"thresholdChars": True}, "ToolResultPruneConfig: thresholdChars (true) must be a positive integer"),
+        ({"thresholdChars": float("inf")},
+         "ToolResultPruneConfig: thresholdChars (Infinity) must be a positive integer"),
+        ({"headChars": -1}, "ToolResultPruneConfig: headChars (-1) must be a non-negative integer"),
+        ({"headChars": 1.5}, "ToolResultPruneConfig: headChars (1.5) must be a non-negative integer"),
+        ({"tailChars": -1}, "ToolResultPruneConfig: tailChars (-1) must be a non-negative integer"),
+        ({"tailChars": [2]}, "ToolResultPruneConfig: tailChars (2) must be a non-negative integer"),
+        ({"thresholdChars": 5000},
+         "ToolResultPruneConfig: headChars + marker + tailChars (5159) must be at most thresholdChars (5000)"),
+        ({"thresholdChars": 78, "headChars": 20, "tailChars": 20},
+         "ToolResultPruneConfig: headChars + marker + tailChars (79) must be at most thresholdChars (78)"),
+    ],
+)
+def test_config_errors(raw, message):
+    with pytest.raises(PrunerConfigError) as info:
+        resolve_pruner_config(raw)
+    assert str(info.value) == message
+    assert info.value.rule == "pruner-config"
+
+
+def test_config_check_order():
+    # unknown keys are reported before values; threshold before head before tail before the budget
+    with pytest.raises(PrunerConfigError, match="unknown key"):
+        resolve_pruner_config({"thresholdChars": 0, "bogus": 1})
+    with pytest.raises(PrunerConfigError, match="thresholdChars"):
+        resolve_pruner_config({"thresholdChars": 0, "headChars": -1})
+    with pytest.raises(PrunerConfigError, match="headChars \\(-1\\)"):
+        resolve_pruner_config({"headChars": -1, "tailChars": -1})
+
+
+def test_config_accepts_boundaries_nulls_and_integral_floats():
+    assert resolve_pruner_config({"thresholdChars": 79, "headChars": 20, "tailChars": 20}) == PrunerConfig(79, 20, 20)
+    assert resolve_pruner_config({"thresholdChars": None, "headChars": None}) == PrunerConfig()
+    resolved = resolve_pruner_config({"thresholdChars": 100.0, "headChars": 0.0, "tailChars": -0.0})
+    assert resolved == PrunerConfig(100, 0, 0)
+    assert all(type(v) is int for v in (resolved.threshold_chars, resolved.head_chars, resolved.tail_chars))
+
+
+def test_config_is_frozen():
+    with pytest.raises(AttributeError):
+        PrunerConfig().head_chars = 1  # type: ignore[misc]
+
+
+def corpus_dir() -> Path:
+    """SURFACECHECK_CORPUS if set, else <repo>/../shared/corpus; skip when missing."""
+    root = Path(os.environ.get("SURFACECHECK_CORPUS") or REPO.parent / "shared" / "corpus")
+    if not root.is_dir():
+        pytest.skip(f"corpus not found at {root} (set SURFACECHECK_CORPUS)")
+    return root
+
+
+def read_events(path: Path) -> dict[int, dict]:
+    """Verbatim events of a JSONL log by seq; the header line and packed chunk rows are skipped."""
+    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:] if line.strip())
+    return {row["seq"]: row for row in rows if "seq" in row}
+
+
+def inner_content(event: dict) -> list[dict]:
+    return event["data"]["message"]["content"][0]["content"]
+
+
+def test_generated_corpus_prunes_reproduced():
+    """Every logged prune replacement's content = prune_content(original, the log's policy config)."""
+    root = corpus_dir() / "dsh-generated"
+    checked = 0
+    for entry in json.loads((root / "expected.json").read_text(encoding="utf-8")):
+        policy = json.loads((root / "policies" / entry["file"].replace(".jsonl", ".json")).read_text("utf-8"))
+        config = resolve_pruner_config(policy.get("toolResultPruner"))
+        events = read_events(root / entry["file"])
+        for rep in (r for r in entry["replacements"] if r["kind"] == "prune"):
+            (original_seq,) = rep["shadowed_seqs"]
+            original, replacement = events[original_seq], events[rep["seq"]]
+            assert prune_content(inner_content(original), config) == inner_content(replacement), rep["seq"]
+            assert prune_content(inner_content(replacement), config) is None  # idempotent
+            checked += 1
+    assert checked == 14
+
+
+# -- property test ---------------------------------------------------------------------------
+
+CHARS = st.sampled_from(["a", "b", "é", "😀", "\n", "中", "𝄞"])
+
+
+@st.composite
+def configs(draw) -> PrunerConfig:
+    head = draw(st.integers(0, 40))
+    tail = draw(st.integers(0, 40))
+    threshold = draw(st.integers(head + MARKER_LEN + tail, head + MARKER_LEN + tail + 40))
+    return resolve_pruner_config({"thresholdChars": threshold, "headChars": head, "tailChars": tail})
+
+
+BLOCKS = st.lists(
+    st.one_of(
+        st.builds(text, st.text(CHARS, max_size=80)),
+        st.just(IMAGE),
+        st.builds(lambda t: {"type": "reasoning", "text": t}, st.text(CHARS, max_size=5)),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(BLOCKS, configs())
+def test_prune_properties(blocks, config):
+    total = measure_content(blocks)
+    out = prune_content(blocks, config)
+    if total <= config.threshold_chars:
+        assert out is None
+        return
+    assert out is not None
+    after = measure_content(out)
+    assert after <= config.threshold_chars and after < total
+    before_text, after_text = joined(blocks), joined(out)
+    assert after_text.startswith(before_text[: config.head_chars])
+    assert after_text.endswith(before_text[total - config.tail_chars:])
+    assert after_text == before_text[: config.head_chars] + PRUNE_MARKER + before_text[total - config.tail_chars:]
+    assert [b for b in out if b["type"] != "text"] == [b for b in blocks if b["type"] != "text"]
+    assert all(b["text"] for b in out if b["type"] == "text")
