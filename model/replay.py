@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .errors import ModelError
-from .event import METERING_EVENT_TYPES, Event
+from .errors import ModelError, SeedError
+from .event import ABSENT, METERING_EVENT_TYPES, Event
 from .meter import MeterState, fold_meter, measure_state, Measurement
 from .projection import Observability, SurfaceProjection, fold_claim, fold_observability
+from .session import envelope_problem
 from .surface import Surface, next_surface
 
 
@@ -83,8 +84,12 @@ class _BoundedLookup:
             self.nodes[event.seq] = event
 
 
-def replay(events: Iterable[Event]) -> ReplayResult:
-    """Fold every model rule over `events` (a stored log, seq 0 first)."""
+def replay(events: Iterable[Event], *, check_shapes: bool = False) -> ReplayResult:
+    """Fold every model rule over `events` (a stored log, seq 0 first).
+
+    By default the log is replayed with live-append semantics (spec 1.3: message shapes are not
+    checked). With ``check_shapes`` it is replayed the way a reload does (spec 1.5 seed checks, rule
+    ``seed``); a log accepted live can fail there (spec §15 G18)."""
     lookup = _BoundedLookup()
     surface = Surface()
     meter = MeterState()
@@ -97,6 +102,11 @@ def replay(events: Iterable[Event]) -> ReplayResult:
     error: ModelError | None = None
     for event in events:
         try:
+            if check_shapes:
+                record = {k: v for k, v in event.to_json().items() if v is not ABSENT}
+                problem = envelope_problem(record, count)
+                if problem is not None:
+                    raise SeedError(problem, seq=count)
             surface_after, plan = next_surface(surface, event, count, lookup)
             meter_after = fold_meter(meter, event, lookup)
             step = fold_claim(projection.claim, event)
