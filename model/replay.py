@@ -117,8 +117,11 @@ def replay(events: Iterable[Event], *, check_shapes: bool = False) -> ReplayResu
             error = exc
             break
         except (KeyError, TypeError, IndexError, AttributeError) as exc:
-            error = ModelError(f"event at seq {count} has an unexpected shape: {type(exc).__name__}: {exc}",
-                               seq=count, rule="event-shape")
+            # dsh would throw a TypeError reading this event; name the shape rule a reload states.
+            record = {k: v for k, v in event.to_json().items() if v is not ABSENT}
+            problem = envelope_problem(record, count) or f"{type(exc).__name__}: {exc}"
+            error = ModelError(f"event at seq {count} ({event.type}) has a shape dsh cannot read: {problem}",
+                               seq=count, rule="message-shape")
             break
         if plan.kind == "replace":
             metered = previous is not None and previous.type in METERING_EVENT_TYPES

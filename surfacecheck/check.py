@@ -117,6 +117,7 @@ class LogResult:
     seconds: float = 0.0
     violations: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    known: list[dict] = field(default_factory=list)
 
     def violate(self, rule: str, message: str, seq: int | None = None) -> None:
         self.violations.append(Violation(self.name, rule, message, seq))
@@ -194,6 +195,26 @@ def _compare_expected(result: LogResult, replay_result: Any, expected: dict[str,
                 f"logged {want.get('logged_shadow_tokens')}",
                 want["seq"],
             )
+
+
+KNOWN_CORPUS_FILE = Path(__file__).with_name("known_corpus.json")
+
+
+def known_corpus() -> dict[str, dict[str, str]]:
+    """Recorded logs dsh itself cannot load, with the rule the model must reject them by."""
+    data = json.loads(KNOWN_CORPUS_FILE.read_text(encoding="utf-8"))
+    return {name: entry for name, entry in data.items() if not name.startswith("_")}
+
+
+def apply_known(result: LogResult, known: dict[str, str] | None, strict: bool) -> None:
+    """A registered log rejected by its registered rule is ``known``, not a violation (unless strict)."""
+    if known is None or strict or result.status != "violation":
+        return
+    if all(v.rule == known["rule"] for v in result.violations):
+        result.status = "known"
+        result.notes.append(f"known: {known['reason']}")
+        result.known = [asdict(v) for v in result.violations]
+        result.violations = []
 
 
 def check_log(
@@ -314,6 +335,7 @@ def _summary(results: list[LogResult]) -> dict[str, dict[str, int]]:
             "held": sum(r.status == "ok" for r in rows),
             "violated": sum(r.status == "violation" for r in rows),
             "inconclusive": sum(r.status == "inconclusive" for r in rows),
+            "known": sum(r.status == "known" for r in rows),
             "events": sum(r.events or 0 for r in rows),
             "replacements": sum(r.replacements or 0 for r in rows),
             "violations": sum(len(r.violations) for r in rows),
@@ -401,7 +423,7 @@ def _log_row(r: LogResult, width: int) -> str:
     else:
         projection = "unmetered" if r.fully_metered is False else "-"
     expected = "-" if not r.expected_checked else ("ok" if not any(v.rule.startswith(("expected", "shadow")) for v in r.violations) else "MISMATCH")
-    status = {"ok": "ok", "violation": "VIOLATION", "inconclusive": "inconclusive"}[r.status]
+    status = {"ok": "ok", "violation": "VIOLATION", "inconclusive": "inconclusive", "known": "known"}[r.status]
     return (
         f"  {_short(r.name):<{width}} {_cell(r.events):>6} {_cell(r.surface_size):>7} {_cell(r.generation):>4} "
         f"{_cell(r.replacements):>5}  {projection:<13} {expected:<8} {status}"
@@ -444,7 +466,8 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
         out += ["", "inconclusive:"] + [f"  {name}: {note}" for name, note in notes]
     total = report["summary"]["total"]
     verdict = {
-        "held": f"ALL HELD: {total['logs']} logs, no violation",
+        "held": f"ALL HELD: {total['logs']} logs, no violation"
+        + (f" ({total['known']} known corpus logs dsh cannot load either; --strict fails on them)" if total.get("known") else ""),
         "violated": f"VIOLATED: {total['violations']} violation(s) in {total['violated']} of {total['logs']} logs",
         "inconclusive": f"INCONCLUSIVE: {total['inconclusive']} of {total['logs']} logs reached no verdict",
     }[report["verdict"]]
@@ -472,6 +495,7 @@ def run_check(
     *,
     scenario_dir: str | os.PathLike | None = None,
     verbose: bool = False,
+    strict: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -538,6 +562,7 @@ def run_check(
     except ImportError as exc:
         return _fail(f"inconclusive: the reference model cannot be loaded yet ({exc})", json_out, out, err, EXIT_INCONCLUSIVE)
 
+    registry = known_corpus()
     results: list[LogResult] = []
     progress = _Progress(len(jobs), err)
     # With --json, stdout carries only the report: anything the model prints goes to stderr.
@@ -545,7 +570,10 @@ def run_check(
     with quiet:
         for index, (path, source, name, exp) in enumerate(jobs, start=1):
             progress.step(index, name)
-            results.append(check_log(loaded, path, source, name, exp))
+            result = check_log(loaded, path, source, name, exp)
+            if source == SESSIONS_DIR:
+                apply_known(result, registry.get(path.name), strict)
+            results.append(result)
     progress.done()
 
     report = build_report(results, runtime, corpus_dir, scenario_path, time.perf_counter() - started)

@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"corpus directory (default: ${ENV_VAR}, else <checkout>/../shared/corpus)",
     )
     check.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail on known findings: the recorded corpus logs that dsh itself cannot load "
+        "(listed with their reason in surfacecheck/known_corpus.json)",
+    )
+    check.add_argument(
         "-v", "--verbose", action="store_true", help="list every log in the summary, not just dsh-generated ones and failures"
     )
     return parser
@@ -114,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             json_out=args.json,
             corpus=args.corpus,
             verbose=args.verbose,
+            strict=args.strict,
         )
     raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
 
