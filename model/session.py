@@ -207,8 +207,10 @@ def message_shape_problem(record: dict, index: int) -> str | None:
 
 
 def seed_step(session: Session, event: Event, index: int) -> Session:
-    """One seed entry (spec 1.5 steps 2-7): envelope, shapes, legacy reason, contiguity, surface."""
+    """One seed entry (spec 1.5 steps 1-7): lossless JSON, envelope, shapes, legacy reason, contiguity, surface."""
     record = {key: value for key, value in event.to_json().items() if value is not ABSENT}
+    if not is_lossless_json(record):
+        raise SeedError(f"seed event at index {index} is not losslessly JSON-serializable", seq=index)
     problem = envelope_problem(record, index)
     if problem:
         raise SeedError(problem, seq=event.seq if isinstance(event.seq, int) else index)
