@@ -50,6 +50,15 @@ def _join(*parts: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(label for part in parts for label in part)
 
 
+def _prune_first(session: Session, env: Environment, labels: list[str]) -> Outcome:
+    """Seed §5 / spec 9.2 step 9, 10.2: prune, then remeasure; value = the new measurement."""
+    pruned = prune_session(session, env.policy.pruner, env.faults)
+    labels = tuple(labels) + pruned.labels
+    if pruned.error is not None:
+        return Outcome(pruned.session, error=pruned.error, labels=labels)
+    return Outcome(pruned.session, value=measure(pruned.session), labels=labels)
+
+
 def compact_if_needed(session: Session, mode: str, env: Environment, signal_aborted: bool = False) -> Outcome:
     """`BasicCompactionEngine.compactIfNeeded(agent, mode)`; value = last CompactionResult or None."""
     if mode == OVERFLOW:
@@ -72,11 +81,10 @@ def compact_if_needed(session: Session, mode: str, env: Environment, signal_abor
     if measurement.total_tokens < spec.threshold_tokens:
         return Outcome(session, labels=tuple(labels) + ("pressure: below threshold; no pruning",))
     if env.policy.pruner is not None:
-        pruned = prune_session(session, env.policy.pruner, env.faults)
-        session, labels = pruned.session, labels + list(pruned.labels)
+        pruned = _prune_first(session, env, labels)
         if pruned.error is not None:
-            return Outcome(session, error=pruned.error, labels=tuple(labels))
-        measurement = measure(session)
+            return pruned
+        session, labels, measurement = pruned.session, list(pruned.labels), pruned.value
         labels.append(f"pressure: remeasured {measurement.total_tokens} after pruning")
         if measurement.total_tokens < spec.threshold_tokens:
             return Outcome(session, labels=tuple(labels) + ("pressure: pruning sufficed; no summary",))
@@ -115,11 +123,10 @@ def _overflow(session: Session, env: Environment, signal_aborted: bool) -> Outco
     labels: list[str] = []
     measurement = measure(session)
     if env.policy.pruner is not None:
-        pruned = prune_session(session, env.policy.pruner, env.faults)
-        session, labels = pruned.session, labels + list(pruned.labels)
+        pruned = _prune_first(session, env, labels)
         if pruned.error is not None:
-            return Outcome(session, error=pruned.error, labels=tuple(labels))
-        measurement = measure(session)
+            return pruned
+        session, labels, measurement = pruned.session, list(pruned.labels), pruned.value
     span = select_compactable_range(session, measurement, 0)
     if span is None:
         return Outcome(session, labels=tuple(labels) + ("overflow: no compactable range (retain 0)",))
