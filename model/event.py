@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .jsvalue import canonical
+from .jsvalue import canonical, is_nonneg_safe_integer
 
 SURFACE_EVENT_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 """Spec 1.1 `SURFACE_EVENT_TYPES`: exactly the message-producing types."""
@@ -97,8 +97,8 @@ class Event:
         op = self.surface_op
         if self.is_surface_type and isinstance(op, dict) and op.get("op") == "replace":
             start, end = op.get("start"), op.get("end")
-            if isinstance(start, int) and isinstance(end, int) and not isinstance(start, bool):
-                return Replace(start, end)
+            if is_nonneg_safe_integer(start) and is_nonneg_safe_integer(end):  # JS reads 0.0 as 0
+                return Replace(int(start), int(end))
         return None
 
     @property

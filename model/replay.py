@@ -69,12 +69,19 @@ class _BoundedLookup:
     def __init__(self) -> None:
         self.nodes: dict[int, Event] = {}
         self.chunks: dict[int, Event] = {}
+        self.stale: dict[int, tuple] = {}  # earlier steps' chunks: only (turn, step), for the meter's message
 
     def __call__(self, seq: int) -> Event | None:
-        return self.nodes.get(seq) or self.chunks.get(seq)
+        found = self.nodes.get(seq) or self.chunks.get(seq)
+        if found is None and seq in self.stale:
+            turn, step = self.stale[seq]
+            found = Event("assistant/chunk", seq, 0, {"turn": turn, "step": step, "chunk": {}})
+        return found
 
     def remember(self, event: Event, surface: Surface, shadowed: tuple[int, ...]) -> None:
         if event.type == "step/start":
+            for seq, chunk in self.chunks.items():
+                self.stale[seq] = (chunk.data.get("turn"), chunk.data.get("step"))
             self.chunks.clear()
         elif event.type == "assistant/chunk":
             self.chunks[event.seq] = event
