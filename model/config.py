@@ -46,26 +46,26 @@ def _validate_policy(config: Mapping[str, Any], name: str) -> None:
     """`validatePolicy`: ratios in (0,1], integers, mutually exclusive retention, summarization pair."""
     for key in ("thresholdRatio", "retainRatio"):
         value = config.get(key)
-        if value is not None and not (_is_number(value) and math.isfinite(value) and 0 < value <= 1):
+        if key in config and not (_is_number(value) and math.isfinite(value) and 0 < value <= 1):
             _fail(f"{name}.{key} ({_js(value)}) must be a number in (0, 1]")
-    if config.get("retainTokens") is not None and not (_is_integer(config["retainTokens"]) and config["retainTokens"] >= 0):
+    if "retainTokens" in config and not (_is_integer(config["retainTokens"]) and config["retainTokens"] >= 0):
         _fail(f"{name}.retainTokens ({_js(config['retainTokens'])}) must be a non-negative integer")
-    if config.get("retainRatio") is not None and config.get("retainTokens") is not None:
+    if "retainRatio" in config and "retainTokens" in config:
         _fail(f"{name}: retainRatio and retainTokens are mutually exclusive")
-    if config.get("maxTokens") is not None and not (_is_integer(config["maxTokens"]) and config["maxTokens"] > 0):
+    if "maxTokens" in config and not (_is_integer(config["maxTokens"]) and config["maxTokens"] > 0):
         _fail(f"{name}.maxTokens ({_js(config['maxTokens'])}) must be a positive integer")
     for key in ("compactionRetries", "maxOverflowRetries"):
         value = config.get(key)
-        if value is not None and not (_is_integer(value) and value >= 0):
+        if key in config and not (_is_integer(value) and value >= 0):
             _fail(f"{name}.{key} ({_js(value)}) must be a non-negative integer")
     provider, model = config.get("summarizationProvider"), config.get("summarizationModel")
-    if provider is not None and not isinstance(provider, str):
+    if "summarizationProvider" in config and not isinstance(provider, str):
         _fail(f"{name}.summarizationProvider must be a string")
-    if model is not None and not isinstance(model, str):
+    if "summarizationModel" in config and not isinstance(model, str):
         _fail(f"{name}.summarizationModel must be a string")
-    if provider is None and model is None:
+    if "summarizationProvider" not in config and "summarizationModel" not in config:
         return
-    if provider is None or model is None or (provider == "") != (model == ""):
+    if "summarizationProvider" not in config or "summarizationModel" not in config or (provider == "") != (model == ""):
         _fail(f"{name}: summarizationProvider and summarizationModel must be set together as an empty or non-empty pair")
 
 
@@ -104,13 +104,13 @@ def resolve_config(config: Mapping[str, Any] | None = None) -> CompactionConfig:
         if key not in TOP_KEYS:
             _fail(f'BasicCompactionConfig: unknown key "{key}"')
     _validate_policy(config, "BasicCompactionConfig")
-    if config.get("auto") is not None and not isinstance(config["auto"], bool):
+    if "auto" in config and not isinstance(config["auto"], bool):
         _fail("BasicCompactionConfig: auto must be a boolean")
     threshold = config.get("thresholdRatio", DEFAULT_THRESHOLD_RATIO)
     retention = _retention(config, ("retainRatio", DEFAULT_RETAIN_RATIO))
     _validate_ratio_retention(threshold, retention, "BasicCompactionConfig")
     policies = config.get("modelPolicies")
-    if policies is not None and not isinstance(policies, list):
+    if "modelPolicies" in config and not isinstance(policies, list):
         _fail("BasicCompactionConfig: modelPolicies must be an array")
     seen: set[tuple[str, str]] = set()
     for index, policy in enumerate(policies or []):
@@ -128,6 +128,8 @@ def resolve_config(config: Mapping[str, Any] | None = None) -> CompactionConfig:
         if pair in seen:
             _fail(f"BasicCompactionConfig: duplicate model policy for {pair[0]}/{pair[1]}")
         seen.add(pair)
+    for index, policy in enumerate(policies or []):  # dsh checks ratio retention after resolving all policies
+        name = f"BasicCompactionConfig: modelPolicies[{index}]"
         _validate_ratio_retention(policy.get("thresholdRatio", threshold), _retention(policy, retention), name)
     return CompactionConfig(
         threshold, retention, config.get("summarizationProvider", ""), config.get("summarizationModel", ""),

@@ -61,6 +61,9 @@ class CommandResult:
 
 def compact_command(session: Session, command_id: str, args: str = "", **kw) -> tuple[Session, CommandResult, tuple]:
     """The `/compact` command as the executor runs it: `command/run`, the handler, `command/done` (spec 11.1)."""
+    if kw.get("caller_aborted"):
+        # the executor throws abortError(signal) before minting a command id: nothing is logged
+        return session, CommandResult("error", AbortError().reason), ("/compact: caller signal already aborted",)
     session, _ = append(session, "command/run", {"commandId": command_id, "name": "compact", "args": args,
                                                  "source": {"kind": "user"}})
     labels: tuple = (f"command/run {command_id}: /compact",)
@@ -81,7 +84,8 @@ def command_result(outcome: Outcome) -> CommandResult:
     """Handler mapping (spec 11.1): abort → cancelled text; ManualCompactionError code → its text."""
     error = outcome.error
     if outcome.aborted or isinstance(error, AbortError):
-        return CommandResult("error", MESSAGES["cancelled"])
+        # the executor awaits the handler through withAbort(signal): the abort reason wins (spec 11.1)
+        return CommandResult("error", error.reason if isinstance(error, AbortError) else AbortError().reason)
     if isinstance(error, ManualCompactionError):
         return CommandResult("error", MESSAGES[error.code])
     if error is not None:

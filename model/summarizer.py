@@ -105,7 +105,7 @@ class SummaryScript:
       summarizer rejects with the abort; ``late-cancel``: the signal aborts but the summarizer still
       returns text (spec §15 G12: automatic compaction then commits).
     * ``concurrent``: events appended by another producer while it runs (spec 8.2 step 12), as
-      ``(type, data, surfaceOp)`` triples applied in order.
+      ``(type, data, surfaceOp)`` or ``(type, data, surfaceOp, sourceEventSeqs)`` applied in order.
     """
 
     outcome: str = "text"

@@ -153,8 +153,14 @@ def compact_surface_region(
         shadowed_tokens = sum(price for _, price in selected)
         inp = summarization_input(session, selection.shadowed)
         # -- step 8: summarize (while it runs, other producers may append) ---------------------
-        for type_, data, op in script.concurrent:
+        for type_, data, op, *sources in script.concurrent:
             kw = {} if op is None else {"surface_op": op}
+            if sources:
+                kw["source_event_seqs"] = list(sources[0])
+            elif isinstance(op, dict) and op.get("start") in session.nodes and op.get("end") in session.nodes:
+                # a well-behaved producer cites what it shadows (spec 1.4 step 3)
+                nodes = session.nodes
+                kw["source_event_seqs"] = list(nodes[nodes.index(op["start"]): nodes.index(op["end"]) + 1])
             session, extra = append(session, type_, data, **kw)
             labels.append(f"while summarizing: another producer appended {type_} at seq {extra.seq}")
         if script.outcome in ("cancel", "agent-cancel"):
@@ -252,7 +258,7 @@ def _assert_stable(session: Session, options: TransactionOptions, selection: Sel
         return
     try:
         current = validate_surface_region(session, selection.start, selection.end)
-    except CompactionError as error:
+    except ModelError as error:
         raise SurfaceChangedError("compaction: the selected span is no longer a valid replacement target") from error
     if current.shadowed != selection.shadowed:
         raise SurfaceChangedError("compaction: the selected span changed during summarization")
