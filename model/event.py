@@ -135,6 +135,16 @@ class Event:
         )
 
 
+def js_read(value: Any, key: str, error: type = TypeError) -> Any:
+    """JS property read `value[key]`: throws (``error``) on null/undefined, ABSENT on other non-objects."""
+    if value is None or value is ABSENT:
+        shown = "null" if value is None else "undefined"
+        raise error(f"Cannot read properties of {shown} (reading '{key}')")
+    if isinstance(value, dict):
+        return value.get(key, ABSENT)
+    return ABSENT
+
+
 def surface_marker(op: Replace | str) -> Any:
     """The JSON value to store as `surfaceOp` for a parsed marker."""
     return op.to_json() if isinstance(op, Replace) else op

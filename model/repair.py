@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .errors import ModelError
-from .event import ABSENT, Event
+from .event import ABSENT, Event, js_read
 from .jsvalue import _js_number
 from .session import Session, append
 
@@ -48,13 +48,7 @@ class RepairScanError(ModelError):
 
 
 def _read(value: Any, key: str) -> Any:
-    """JS `value[key]`: TypeError on null/undefined, undefined (ABSENT) on a non-object."""
-    if value is None or value is ABSENT:
-        shown = "null" if value is None else "undefined"
-        raise RepairScanError(f"Cannot read properties of {shown} (reading '{key}')")
-    if isinstance(value, dict):
-        return value.get(key, ABSENT)
-    return ABSENT
+    return js_read(value, key, RepairScanError)
 
 
 def _template(value: Any) -> str:

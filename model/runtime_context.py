@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from .errors import ModelError
-from .event import ABSENT, Event
+from .event import ABSENT, Event, js_read
 
 RUNTIME_CONTEXT_SOURCE = "@deepseek-ai/dsh-system-prompt"
 """Spec 12 / Appendix A: `SOURCE`, the plugin name that owns runtime-context snapshots."""
@@ -92,13 +92,7 @@ Retained = Union[RetainedSnapshot, Any]
 
 # -- predicates ---------------------------------------------------------------------------------
 def _read(value: Any, key: str) -> Any:
-    """JS property read `value[key]`: TypeError on null/undefined, undefined (ABSENT) on other non-objects."""
-    if value is None or value is ABSENT:
-        shown = "null" if value is None else "undefined"
-        raise RuntimeContextShapeError(f"Cannot read properties of {shown} (reading '{key}')")
-    if isinstance(value, dict):
-        return value.get(key, ABSENT)
-    return ABSENT
+    return js_read(value, key, RuntimeContextShapeError)
 
 
 def _is_owned_message(message: Any) -> bool:

@@ -30,25 +30,7 @@ TEXTS = {
 BRACKET = ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
 
 
-class Log:
-    def __init__(self, session: Session | None = None):
-        self.session = session or Session()
-        self._n = 0
-
-    def add(self, type_, data, **kw) -> int:
-        self.session, event = append(self.session, type_, data, **kw)
-        return event.seq
-
-    def user(self, text):
-        self._n += 1
-        return self.add("user/message", {"content": [{"type": "text", "text": text}], "source": {"kind": "user"},
-                                         "role": "user", "id": f"u-{self._n}"}, surface_op="append")
-
-    def assistant(self, turn, step, text):
-        self._n += 1
-        return self.add("assistant/message", {"turn": turn, "step": step, "message": {
-            "role": "assistant", "content": [{"type": "text", "text": text}],
-            "source": {"kind": "model", "provider": P, "model": M}, "id": f"a-{self._n}"}}, surface_op="append")
+from builders import Log  # noqa: E402  (shared hand-built log)
 
 
 def closed_conversation(turns=2) -> Session:

@@ -16,40 +16,29 @@ from model.replay import replay
 from model.session import Session, append, derive_messages, replay_events, seeded
 from model.transaction import Faults
 
+from builders import Log as SharedLog  # noqa: E402
+
 P, M = "prov", "mod"
 CONFIG = resolve_pruner_config({"thresholdChars": 100, "headChars": 20, "tailChars": 10})
 
 
-class Log:
-    def __init__(self, session: Session | None = None):
-        self.session = session or Session()
-        self._n = 0
-
-    def add(self, type_, data, **kw) -> int:
-        self.session, event = append(self.session, type_, data, **kw)
-        return event.seq
-
-    def user(self, text):
-        self._n += 1
-        return self.add("user/message", {"content": [{"type": "text", "text": text}], "source": {"kind": "user"},
-                                         "role": "user", "id": f"u-{self._n}"}, surface_op="append")
+class Log(SharedLog):
+    """The shared builder, with tool results whose inner content and meta the tests choose."""
 
     def assistant(self, turn, step, calls, text=None):
-        self._n += 1
         content = ([] if text is None else [{"type": "text", "text": text}]) + [
             {"type": "tool-call", "id": cid, "name": "bash", "arguments": "{}"} for cid in calls]
         return self.add("assistant/message", {"turn": turn, "step": step, "message": {
             "role": "assistant", "content": content, "source": {"kind": "model", "provider": P, "model": M},
-            "id": f"a-{self._n}"}}, surface_op="append")
+            "id": self._id("a")}}, surface_op="append")
 
     def result(self, turn, step, call_id, inner, meta=None, is_error=False):
-        self._n += 1
         call = self.add("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "bash",
                                       "arguments": "{}"})
         data = {"turn": turn, "step": step, "message": {
             "source": {"kind": "tool", "callId": call_id},
             "content": [{"type": "tool-result", "toolCallId": call_id, "content": inner, "isError": is_error}],
-            "role": "user", "id": f"r-{self._n}"}}
+            "role": "user", "id": self._id("r")}}
         if meta is not None:
             data["meta"] = meta
         return self.add("tool/result", data, surface_op="append", source_event_seqs=[call])
