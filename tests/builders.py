@@ -1,6 +1,9 @@
 """Hand-built dsh-shaped logs for the compaction-layer tests (shared by several test files)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from model.session import Session, append
 
 PROVIDER, MODEL = "prov", "mod"
@@ -64,3 +67,9 @@ class Log:
         """A provider stream that ends in a context overflow (spec 10.1)."""
         return self.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {
             "type": "finish", "reason": {"kind": "error", "failure": {"message": "too large", "code": OVERFLOW_CODE}}}})
+
+
+def read_events(path: Path) -> dict[int, dict]:
+    """Verbatim events of a JSONL log by seq, as decoded JSON; the header line and packed chunk rows are skipped."""
+    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:] if line.strip())
+    return {row["seq"]: row for row in rows if "seq" in row}

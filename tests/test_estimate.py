@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -22,27 +21,8 @@ from model.estimate import (
 )
 from model.jsvalue import js_stringify
 
-REPO = Path(__file__).resolve().parent.parent
+from builders import read_events  # noqa: E402
 RECOVERY_LOG = "examples__headless-agent__tests__snapshots__compaction-recovery__session.jsonl"
-
-
-def corpus_dir() -> Path:
-    """SURFACECHECK_CORPUS if set, else <repo>/../shared/corpus; skip when missing."""
-    root = Path(os.environ.get("SURFACECHECK_CORPUS") or REPO.parent / "shared" / "corpus")
-    if not root.is_dir():
-        pytest.skip(f"corpus not found at {root} (set SURFACECHECK_CORPUS)")
-    return root
-
-
-def read_events(path: Path) -> dict[int, dict]:
-    """Verbatim events of a JSONL log by seq; the header line and packed chunk rows are skipped."""
-    events = {}
-    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
-        if line.strip():
-            row = json.loads(line)
-            if "seq" in row:
-                events[row["seq"]] = row
-    return events
 
 
 def text(t: str) -> dict:
@@ -213,16 +193,16 @@ def node_price(event: dict) -> int:
     return 0 if message is None else estimate_message(message)
 
 
-def generated_logs():
-    root = corpus_dir() / "dsh-generated"
+def generated_logs(corpus: Path):
+    root = corpus / "dsh-generated"
     for entry in json.loads((root / "expected.json").read_text(encoding="utf-8")):
         yield entry, read_events(root / entry["file"])
 
 
-def test_generated_corpus_final_node_prices():
+def test_generated_corpus_final_node_prices(corpus):
     """Every final surface node (47 of 58 are appends) prices exactly as the real meter logged it."""
     appends = nodes = 0
-    for entry, events in generated_logs():
+    for entry, events in generated_logs(corpus):
         for seq, tokens in entry["details"]["final_measure"]["node_tokens"]:
             event = events[seq]
             assert node_price(event) == tokens, (entry["file"], seq)
@@ -231,10 +211,10 @@ def test_generated_corpus_final_node_prices():
     assert (appends, nodes) == (47, 58)
 
 
-def test_generated_corpus_replacement_and_shadow_prices():
+def test_generated_corpus_replacement_and_shadow_prices(corpus):
     """Each replacement prices as logged; each logged shadow price = Σ prices of the shadowed nodes."""
     checked = 0
-    for entry, events in generated_logs():
+    for entry, events in generated_logs(corpus):
         for rep in entry["replacements"]:
             assert node_price(events[rep["seq"]]) == rep["replacement_tokens"], (entry["file"], rep["seq"])
             shadow = sum(node_price(events[seq]) for seq in rep["shadowed_seqs"])
@@ -243,9 +223,9 @@ def test_generated_corpus_replacement_and_shadow_prices():
     assert checked == 33
 
 
-def test_generated_corpus_final_header_estimate():
+def test_generated_corpus_final_header_estimate(corpus):
     """final total = estimateHeader(latest canonical header) + surface tokens (estimated baseline)."""
-    for entry, events in generated_logs():
+    for entry, events in generated_logs(corpus):
         measure = entry["details"]["final_measure"]
         if measure["baseline"] != "estimated":
             continue
@@ -254,9 +234,9 @@ def test_generated_corpus_final_header_estimate():
         assert estimate_header(header) + measure["surface_tokens"] == measure["total_tokens"], entry["file"]
 
 
-def test_worked_example_compaction_recovery():
+def test_worked_example_compaction_recovery(corpus):
     """Spec 10.4: prompt at seq 4 prices 266; header at seq 6 = system 650 + tools 3742 = 4392."""
-    events = read_events(corpus_dir() / "dsh-sessions" / RECOVERY_LOG)
+    events = read_events(corpus / "dsh-sessions" / RECOVERY_LOG)
     assert estimate_message(events[4]["data"]) == 266
     header = canonical_header(events[6]["data"]["header"])
     assert estimate_system_tokens(header) == 650

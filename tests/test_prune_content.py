@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from model.prune_content import (
 )
 
 MARKER_LEN = 39
-REPO = Path(__file__).resolve().parent.parent
+from builders import read_events  # noqa: E402
 
 
 def text(t: str) -> dict:
@@ -184,27 +183,13 @@ def test_config_is_frozen():
         PrunerConfig().head_chars = 1  # type: ignore[misc]
 
 
-def corpus_dir() -> Path:
-    """SURFACECHECK_CORPUS if set, else <repo>/../shared/corpus; skip when missing."""
-    root = Path(os.environ.get("SURFACECHECK_CORPUS") or REPO.parent / "shared" / "corpus")
-    if not root.is_dir():
-        pytest.skip(f"corpus not found at {root} (set SURFACECHECK_CORPUS)")
-    return root
-
-
-def read_events(path: Path) -> dict[int, dict]:
-    """Verbatim events of a JSONL log by seq; the header line and packed chunk rows are skipped."""
-    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()[1:] if line.strip())
-    return {row["seq"]: row for row in rows if "seq" in row}
-
-
 def inner_content(event: dict) -> list[dict]:
     return event["data"]["message"]["content"][0]["content"]
 
 
-def test_generated_corpus_prunes_reproduced():
+def test_generated_corpus_prunes_reproduced(corpus):
     """Every logged prune replacement's content = prune_content(original, the log's policy config)."""
-    root = corpus_dir() / "dsh-generated"
+    root = corpus / "dsh-generated"
     checked = 0
     for entry in json.loads((root / "expected.json").read_text(encoding="utf-8")):
         policy = json.loads((root / "policies" / entry["file"].replace(".jsonl", ".json")).read_text("utf-8"))
