@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import AbortError, ManualCompactionError, ModelError
+from .errors import AbortError, ManualCompactionError
 from .meter import measure
 from .region import select_compactable_range
 from .session import Session, append

@@ -7,7 +7,7 @@ projection of spec 5 (spec 0.1 fact 3); :mod:`model.projection` is.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from .errors import TokenMeterError

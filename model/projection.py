@@ -11,7 +11,7 @@ On top of that fold sit the three observability surfaces of seed §15 (spec 5.2)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from .errors import ProjectionClaimError
 from .estimate import canonical_header, estimate_system_tokens, estimate_tools_tokens

@@ -8,7 +8,7 @@ the open step's chunks (the meter prices provider output from them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 from .errors import ModelError, SeedError

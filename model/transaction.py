@@ -14,16 +14,15 @@ failing append or flush, a cancelled signal — come from a :class:`SummaryScrip
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import AbortError, CompactionError, ManualCompactionError, ModelError, SurfaceChangedError
 from .estimate import estimate_message
-from .event import ABSENT, Event
+from .event import Event
 from .meter import measure
-from .pairing import fold_cuts
 from .region import Selection, inspect_entry_state, lock_is_live, validate_surface_region
 from .session import Session, append
-from .summarizer import ScriptedSummarizer, SummaryScript, checkpoint_message, run_script, summarization_input
+from .summarizer import ScriptedSummarizer, checkpoint_message, run_script, summarization_input
 
 AUTOMATIC = "current-turn"
 MANUAL = None

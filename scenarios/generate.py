@@ -7,7 +7,7 @@ reproduces the committed bytes, which the tests check. Run ``python -m scenarios
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
