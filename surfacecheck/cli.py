@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -107,22 +108,31 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "-v", "--verbose", action="store_true", help="list every log in the summary, not just dsh-generated ones and failures"
     )
+    check.set_defaults(func=_run_check)
+    for module in CAPABILITIES:
+        importlib.import_module(f"surfacecheck.{module}.cli").register(commands)
     return parser
+
+
+# Each capability registers its own subcommands (``surfacecheck/<capability>/cli.py``).
+CAPABILITIES = ("audit", "verify", "prove", "bench", "explore")
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    return run_check(
+        runtime=args.runtime,
+        report_dir=args.report_dir,
+        json_out=args.json,
+        corpus=args.corpus,
+        verbose=args.verbose,
+        strict=args.strict,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``surfacecheck`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)  # usage errors exit 2 here
-    if args.command == "check":
-        return run_check(
-            runtime=args.runtime,
-            report_dir=args.report_dir,
-            json_out=args.json,
-            corpus=args.corpus,
-            verbose=args.verbose,
-            strict=args.strict,
-        )
-    raise AssertionError(args.command)  # pragma: no cover - argparse rejects unknown commands
+    return args.func(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

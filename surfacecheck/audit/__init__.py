@@ -1,0 +1,1 @@
+"""``surfacecheck audit`` (see ``cli.py``)."""

@@ -1,0 +1,1 @@
+"""``surfacecheck bench`` (see ``cli.py``)."""

@@ -1,0 +1,1 @@
+"""``surfacecheck explore`` (see ``cli.py``)."""

@@ -1,0 +1,14 @@
+"""Command line of ``surfacecheck explore`` (placeholder until the capability lands)."""
+from __future__ import annotations
+
+import sys
+
+def _not_yet(args) -> int:
+    sys.stderr.write(f"surfacecheck {args.command}: error: not available yet\n")
+    return 2
+
+
+def register(commands) -> None:
+    """Add this capability's subcommands to the ``surfacecheck`` parser."""
+    p = commands.add_parser('explore', help='exhaustively model-check a bounded compaction world (BFS, shortest traces)', description='exhaustively model-check a bounded compaction world (BFS, shortest traces)')
+    p.set_defaults(func=_not_yet)

@@ -1,0 +1,1 @@
+"""``surfacecheck prove`` (see ``cli.py``)."""

@@ -1,0 +1,69 @@
+"""The runtime interface: JSON requests in, JSON results out (``docs/protocol.md``).
+
+Every runtime — the reference model adapter, the embedded runtime, a ``cmd:`` child process —
+is driven through one method, :meth:`Runtime.call` ``(op, args) -> result``, so a trace step is
+literally a protocol request and the lockstep driver treats every runtime alike.
+
+Operations by level (each level includes the ones above it):
+
+``log``
+    ``reset {}`` new empty session · ``append {event}`` append one dsh event
+    (``{type, data, time?, surfaceOp?, sourceEventSeqs?}``; the runtime assigns ``seq``) →
+    ``{seq, generation}`` · ``surface {}`` → ``{nodes: [seq...], generation}`` · ``cuts {}`` →
+    ``{balanced: [bool × (N+1)]}`` · ``measure {}`` → ``{total, prices: [int × N]}`` ·
+    ``projection {}`` → ``{total: int | null}``
+``compaction``
+    ``select_range {retain_tokens}`` → ``{range: {start, end} | null}`` · ``prune {pruner}`` ·
+    ``compact {start, end, summary, manual?}`` (a scripted summary outcome)
+``policy``
+    ``configure {policy, context_window, route, summaries}`` · ``pre_step {}`` ·
+    ``request_error {code}`` · ``manual_compact {args?}`` · ``reload {}`` (crash and reopen)
+
+A request the runtime refuses for a spec reason is *not* an exception: the result is
+``{"error": {"type", "rule", "seq", "message"}}`` and the lockstep driver compares it with the
+model's. :class:`RuntimeUnavailable` is for the runtime itself failing (hung, died, spoke
+gibberish): the run is then inconclusive, never a pass.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+PROTOCOL = "surfacecheck-runtime/1"
+LEVELS = ("log", "compaction", "policy")
+OPS: dict[str, tuple[str, ...]] = {
+    "log": ("reset", "append", "surface", "cuts", "measure", "projection"),
+    "compaction": ("select_range", "prune", "compact"),
+    "policy": ("configure", "pre_step", "request_error", "manual_compact", "reload"),
+}
+
+
+def ops_at(level: str) -> tuple[str, ...]:
+    """The operations available at ``level`` (a level includes every level before it)."""
+    index = LEVELS.index(level)
+    return tuple(op for lvl in LEVELS[: index + 1] for op in OPS[lvl])
+
+
+class RuntimeUnavailable(Exception):
+    """The runtime could not answer: it hung past its timeout, exited, or broke the protocol.
+
+    ``kind`` is ``timeout``, ``exited``, ``protocol`` or ``unsupported``; ``stderr`` the tail of
+    the child's standard error when there is one. Any run that meets it is inconclusive (exit 3)."""
+
+    def __init__(self, kind: str, message: str, stderr: str = ""):
+        super().__init__(message)
+        self.kind, self.stderr = kind, stderr
+
+
+class Runtime(Protocol):
+    """What the suite drives. ``name`` is what reports print (``model``, ``embedded``, ``cmd:...``)."""
+
+    name: str
+
+    def hello(self) -> dict[str, Any]:
+        """``{"protocol": PROTOCOL, "name": str, "levels": [...]}``."""
+
+    def call(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run one request; a spec-level refusal is a result ``{"error": {...}}``, not an exception."""
+
+    def close(self) -> None:
+        """Release the runtime (kill a child process)."""

@@ -1,0 +1,54 @@
+"""One capability's part of ``surfacecheck check``: what it ran and its verdict.
+
+Each capability (audit, verify, prove, bench, explore) exposes ``stage(ctx) -> StageResult``;
+``check`` runs them in order, folds their verdicts (violation > inconclusive > ok) and writes one
+report: the JSON document gets ``stages[name] = summary`` and JUnit gets every stage's cases.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from reports.junit import TestCase
+
+OK, VIOLATION, INCONCLUSIVE, SKIPPED = "ok", "violation", "inconclusive", "skipped"
+EXIT_FOR = {OK: 0, SKIPPED: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+
+
+@dataclass
+class CheckContext:
+    """What ``check`` hands every stage: the runtime spelling, the corpus (or ``None``), whether
+    known findings count (``strict``), where reports and traces go, and a stream for progress."""
+
+    runtime: str
+    corpus: Path | None
+    strict: bool
+    report_dir: Path
+    err: TextIO
+
+
+@dataclass
+class StageResult:
+    """``status`` is ok / violation / inconclusive / skipped; ``summary`` is JSON; ``text`` the
+    human lines; ``cases`` the JUnit test cases; ``seconds`` the wall time."""
+
+    name: str
+    status: str
+    summary: dict[str, Any]
+    text: str = ""
+    cases: list[TestCase] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FOR[self.status]
+
+
+def fold_status(statuses: list[str]) -> str:
+    """violation beats inconclusive beats ok/skipped."""
+    if VIOLATION in statuses:
+        return VIOLATION
+    if INCONCLUSIVE in statuses:
+        return INCONCLUSIVE
+    return OK

@@ -1,0 +1,1 @@
+"""``surfacecheck verify`` (see ``cli.py``)."""
