@@ -19,6 +19,7 @@ from .check import (
     runtime_problem,
 )
 from .corpus import ENV_VAR
+from .stages import ALL_STAGES
 
 EXIT_CODES = f"""\
 exit codes:
@@ -108,6 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "-v", "--verbose", action="store_true", help="list every log in the summary, not just dsh-generated ones and failures"
     )
+    check.add_argument(
+        "--only", metavar="STAGES", type=_stage_list, default=None,
+        help=f"run only these capability stages, comma-separated (of: {', '.join(ALL_STAGES)}; default: all; the logs stage always runs)",
+    )
+    check.add_argument(
+        "--skip", metavar="STAGES", type=_stage_list, default=(),
+        help="skip these stages, comma-separated (e.g. --skip bench,explore)",
+    )
     check.set_defaults(func=_run_check)
     for module in CAPABILITIES:
         importlib.import_module(f"surfacecheck.{module}.cli").register(commands)
@@ -118,7 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
 CAPABILITIES = ("audit", "verify", "prove", "bench", "explore")
 
 
+def _stage_list(value: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    unknown = [name for name in names if name not in ALL_STAGES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown stage(s) {', '.join(unknown) or value!r}; stages: {', '.join(ALL_STAGES)}")
+    return names
+
+
 def _run_check(args: argparse.Namespace) -> int:
+    chosen = args.only if args.only is not None else ALL_STAGES
+    stages = tuple(name for name in chosen if name not in args.skip and name != "logs")
     return run_check(
         runtime=args.runtime,
         report_dir=args.report_dir,
@@ -126,6 +145,7 @@ def _run_check(args: argparse.Namespace) -> int:
         corpus=args.corpus,
         verbose=args.verbose,
         strict=args.strict,
+        stages=stages,
     )
 
 

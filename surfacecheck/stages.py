@@ -1,0 +1,78 @@
+"""Running the capability stages of ``surfacecheck check`` and folding them into one report.
+
+After the ``logs`` stage (every scenario and corpus log replayed, :mod:`.logcheck`), ``check``
+runs each capability that is installed — ``surfacecheck.<name>.stage.stage(ctx)`` — in the
+order of :data:`CAPABILITY_STAGES`. A stage that crashes is reported inconclusive with the
+reason (a suite bug is never a pass, and never mistaken for a runtime violation).
+"""
+from __future__ import annotations
+
+import importlib
+import time
+import traceback
+from typing import Any, Sequence
+
+from reports.junit import Outcome, TestCase
+
+from .stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult, fold_status
+
+CAPABILITY_STAGES = ("audit", "verify", "prove", "explore", "bench")
+ALL_STAGES = ("logs",) + CAPABILITY_STAGES
+_VERDICT = {OK: "held", VIOLATION: "violated", INCONCLUSIVE: "inconclusive"}
+_EXIT = {"held": 0, "violated": 1, "inconclusive": 3}
+
+
+def _load(name: str):
+    module = f"surfacecheck.{name}.stage"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name == module:
+            return None  # this capability has no stage (yet)
+        raise
+
+
+def run_stages(ctx: CheckContext, names: Sequence[str]) -> list[StageResult]:
+    """Run the named capability stages in order; progress and stage notes go to ``ctx.err``."""
+    results = []
+    for name in names:
+        if name == "logs":
+            continue
+        started = time.perf_counter()
+        try:
+            module = _load(name)
+            if module is None:
+                continue
+            ctx.err.write(f"surfacecheck check: stage {name} ...\n")
+            ctx.err.flush()
+            result = module.stage(ctx)
+        except Exception as exc:  # noqa: BLE001 - a crashing stage is reported, not raised
+            tail = traceback.format_exception(exc)[-3:]
+            message = f"stage {name} crashed: {type(exc).__name__}: {exc}"
+            case = TestCase(name=name, classname="surfacecheck.stage",
+                            error=Outcome(message=message, type="stage-crash", text="".join(tail)))
+            result = StageResult(name, INCONCLUSIVE, {"error": message}, message, [case])
+        result.seconds = result.seconds or time.perf_counter() - started
+        ctx.err.write(f"surfacecheck check: stage {name}: {result.status} ({result.seconds:.1f} s)\n")
+        results.append(result)
+    return results
+
+
+def add_stages(report: dict[str, Any], results: list[StageResult]) -> None:
+    """Put each stage's summary under ``report["stages"]`` and fold the verdict and exit code."""
+    report["stages"] = {
+        r.name: {"status": r.status, "seconds": round(r.seconds, 3), "summary": r.summary} for r in results
+    }
+    logs_status = {"held": OK, "violated": VIOLATION, "inconclusive": INCONCLUSIVE}[report["verdict"]]
+    verdict = _VERDICT[fold_status([logs_status] + [r.status for r in results if r.status != SKIPPED])]
+    report["verdict"], report["exit_code"] = verdict, _EXIT[verdict]
+
+
+def format_stages(results: list[StageResult]) -> str:
+    """Each stage's own text, then a one-line-per-stage table."""
+    if not results:
+        return ""
+    out = []
+    for r in results:
+        out += [f"== {r.name}: {r.status} ({r.seconds:.1f} s)", r.text.rstrip(), ""]
+    return "\n".join(out) + "\n"
