@@ -27,7 +27,7 @@ def _load(name: str):
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name == module:
+        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
             return None  # this capability has no stage (yet)
         raise
 
