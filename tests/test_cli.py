@@ -157,7 +157,7 @@ def test_check_writes_json_and_junit_on_a_tiny_input(tmp_path, fake_runtime):
     scenario_dir = tmp_path / "scenarios"
     _write_log(scenario_dir / "s1.jsonl", [_message(0)])
     out, err = io.StringIO(), io.StringIO()
-    code = run_check("model", tmp_path / "out", True, _tiny_corpus(tmp_path), scenario_dir=scenario_dir, out=out, err=err)
+    code = run_check("model", tmp_path / "out", True, _tiny_corpus(tmp_path), scenario_dir=scenario_dir, stages=(), out=out, err=err)
     assert code == 0, out.getvalue()
     report = json.loads(out.getvalue())  # exactly one JSON document on stdout
     assert report["verdict"] == "held" and report["exit_code"] == 0
@@ -179,7 +179,7 @@ def test_check_reports_violations_with_exit_1(tmp_path, fake_runtime):
     _write_log(scenario_dir / "bad.jsonl", [_message(0), {"type": "boom", "seq": 1, "time": 0, "data": {}}])
     out, err = io.StringIO(), io.StringIO()
     corpus = _tiny_corpus(tmp_path, expected_surface=[1, 0])
-    code = run_check("model", tmp_path / "out", False, corpus, scenario_dir=scenario_dir, out=out, err=err)
+    code = run_check("model", tmp_path / "out", False, corpus, scenario_dir=scenario_dir, stages=(), out=out, err=err)
     assert code == 1
     text = out.getvalue()
     assert "VIOLATED" in text and "(exit 1)" in text
@@ -195,7 +195,7 @@ def test_check_cli_main_uses_run_check(tmp_path, fake_runtime, monkeypatch, caps
     scenario_dir = tmp_path / "scenarios"
     _write_log(scenario_dir / "s1.jsonl", [_message(0)])
     monkeypatch.setattr(check_mod.scenarios, "LOGS_DIR", scenario_dir)
-    code = main(["check", "--json", "--report-dir", str(tmp_path / "out"), "--corpus", str(_tiny_corpus(tmp_path))])
+    code = main(["check", "--only", "logs", "--json", "--report-dir", str(tmp_path / "out"), "--corpus", str(_tiny_corpus(tmp_path))])
     assert code == 0
     assert json.loads(capsys.readouterr().out)["runtime"] == "model"
 
@@ -239,7 +239,7 @@ def test_check_with_the_model_on_one_generated_log(tmp_path, corpus):
     entry = corpus_mod.generated_expected(corpus)["01-prune.jsonl"]
     (small / "expected.json").write_text(json.dumps([entry]), encoding="utf-8")
     out, err = io.StringIO(), io.StringIO()
-    code = run_check("model", tmp_path / "out", True, tmp_path / "corpus", scenario_dir=scenario_dir, out=out, err=err)
+    code = run_check("model", tmp_path / "out", True, tmp_path / "corpus", scenario_dir=scenario_dir, stages=(), out=out, err=err)
     report = json.loads(out.getvalue())
     assert code == report["exit_code"]
     assert [log["name"] for log in report["logs"]] == ["scenarios/01-prune.jsonl", "dsh-generated/01-prune.jsonl"]

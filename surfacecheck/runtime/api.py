@@ -13,11 +13,13 @@ Operations by level (each level includes the ones above it):
     ``{balanced: [bool × (N+1)]}`` · ``measure {}`` → ``{total, prices: [int × N]}`` ·
     ``projection {}`` → ``{total: int | null}``
 ``compaction``
-    ``select_range {retain_tokens}`` → ``{range: {start, end} | null}`` · ``prune {pruner}`` ·
-    ``compact {start, end, summary, manual?}`` (a scripted summary outcome)
+    ``select_range {retain_tokens}`` → ``{range: {start, end} | null}`` · ``prune {pruner?}`` ·
+    ``compact {start, end, manual?, summaries?}`` (scripted summary outcomes)
 ``policy``
-    ``configure {policy, context_window, route, summaries}`` · ``pre_step {}`` ·
-    ``request_error {code}`` · ``manual_compact {args?}`` · ``reload {}`` (crash and reopen)
+    ``configure {policy, context_window?, route?, summaries?}`` · ``pre_step {summaries?}`` ·
+    ``request_error {code, summaries?}`` · ``manual_compact {args?, summary?}`` · ``reload {}`` (crash and reopen)
+
+Exact shapes: ``docs/protocol.md`` and ``docs/schemas/`` (generated from :mod:`.schemas`).
 
 A request the runtime refuses for a spec reason is *not* an exception: the result is
 ``{"error": {"type", "rule", "seq", "message"}}`` and the lockstep driver compares it with the
@@ -52,6 +54,21 @@ class RuntimeUnavailable(Exception):
     def __init__(self, kind: str, message: str, stderr: str = ""):
         super().__init__(message)
         self.kind, self.stderr = kind, stderr
+
+
+class ProtocolError(ValueError):
+    """A request the protocol itself rejects (not a spec refusal): ``type`` is ``unknown-op``,
+    ``bad-args``, ``unsupported-level``, ``unsupported`` or ``bad-request``. In-process runtimes raise it
+    from :meth:`Runtime.call`; a server answers ``{"id", "error": {"type", "message"}}``."""
+
+    TYPES = ("bad-request", "unknown-op", "bad-args", "unsupported-level", "unsupported", "internal")
+
+    def __init__(self, type_: str, message: str):
+        super().__init__(message)
+        self.type, self.message = type_, message
+
+    def to_json(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message}
 
 
 class Runtime(Protocol):

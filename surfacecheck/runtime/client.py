@@ -1,0 +1,178 @@
+"""A runtime in a child process, spoken to over the JSON-lines protocol (``cmd:COMMAND``; ``docs/protocol.md``).
+
+:class:`ProcessRuntime` spawns ``COMMAND`` (split with :func:`shlex.split`, no shell), performs the
+``hello`` handshake, and sends one request per :meth:`~ProcessRuntime.call`, waiting at most
+``timeout`` seconds for the matching response. Anything that is not an answer — a child that hangs
+past the timeout (it is killed), exits, or prints something that is not a protocol response — raises
+:class:`~surfacecheck.runtime.api.RuntimeUnavailable` carrying the tail of the child's stderr, and the
+runtime is dead from then on: the run is inconclusive, never a pass. A protocol-level error answered
+by the child (unknown op, bad args, unsupported level) is raised as
+:class:`~surfacecheck.runtime.api.ProtocolError`, exactly as an in-process runtime raises it.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import queue
+import shlex
+import subprocess
+import threading
+import time
+from typing import Any
+
+from .api import LEVELS, PROTOCOL, ProtocolError, RuntimeUnavailable
+
+STDERR_LINES = 40
+_EOF = object()
+
+
+class ProcessRuntime:
+    """:class:`~surfacecheck.runtime.api.Runtime` over a child process (see the module docstring)."""
+
+    def __init__(self, command: str, timeout: float = 10.0, *, handshake_timeout: float | None = None):
+        self.command, self.timeout = command, timeout
+        self.name = f"cmd:{command}"
+        self._next_id = 0
+        self._dead: RuntimeUnavailable | None = None
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        self._lines: queue.Queue = queue.Queue()
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise RuntimeUnavailable("exited", f"cannot parse runtime command {command!r}: {exc}") from None
+        if not argv:
+            raise RuntimeUnavailable("exited", "empty runtime command")
+        try:
+            self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True, encoding="utf-8", errors="replace", bufsize=1)
+        except OSError as exc:
+            raise RuntimeUnavailable("exited", f"cannot start runtime command {command!r}: {exc}") from None
+        self._out_thread = threading.Thread(target=self._pump_stdout, daemon=True)
+        self._err_thread = threading.Thread(target=self._pump_stderr, daemon=True)
+        self._out_thread.start()
+        self._err_thread.start()
+        try:
+            self._hello = self._request("hello", {}, handshake_timeout or max(timeout, 10.0))
+        except ProtocolError as exc:
+            raise self._fail("protocol", f"refused the hello handshake: {exc.type}: {exc}") from None
+        self._check_hello(self._hello)
+
+    # -- runtime interface ------------------------------------------------------------------
+    def hello(self) -> dict[str, Any]:
+        return dict(self._hello)
+
+    def call(self, op: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self._request(op, {} if args is None else args, self.timeout)
+
+    def close(self) -> None:
+        """Close stdin (the server's end of input), give the child a moment, then kill it. Idempotent."""
+        proc = getattr(self, "_proc", None)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            self._kill()
+
+    def __enter__(self) -> "ProcessRuntime":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort; close() is the contract
+        try:
+            self._kill()
+        except Exception:
+            pass
+
+    @property
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr)
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _pump_stdout(self) -> None:
+        for line in self._proc.stdout:
+            self._lines.put(line)
+        self._lines.put(_EOF)
+
+    def _pump_stderr(self) -> None:
+        for line in self._proc.stderr:
+            self._stderr.append(line)
+
+    def _kill(self) -> None:
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            try:
+                proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+
+    def _fail(self, kind: str, message: str) -> RuntimeUnavailable:
+        """Kill the child, collect its stderr tail, and remember why it is unusable."""
+        self._kill()
+        self._err_thread.join(timeout=1.0)
+        tail = self.stderr_tail
+        full = f"runtime {self.name!r}: {message}"
+        if tail.strip():
+            full += "\n--- stderr (tail) ---\n" + tail.rstrip()
+        self._dead = RuntimeUnavailable(kind, full, tail)
+        return self._dead
+
+    def _request(self, op: str, args: dict, timeout: float) -> dict[str, Any]:
+        if self._dead is not None:
+            raise RuntimeUnavailable(self._dead.kind, f"runtime {self.name!r} is no longer usable: {self._dead}",
+                                     self._dead.stderr)
+        self._next_id += 1
+        rid = self._next_id
+        try:
+            line = json.dumps({"id": rid, "op": op, "args": args}, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ProtocolError("bad-args", f"args of {op!r} are not JSON: {exc}") from None
+        try:
+            self._proc.stdin.write(line + "\n")
+            self._proc.stdin.flush()
+        except (OSError, ValueError):
+            raise self._exited(f"could not send {op!r}")
+        deadline = time.monotonic() + timeout
+        try:
+            raw = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise self._fail("timeout", f"no answer to {op!r} within {timeout:g} s; the child was killed") from None
+        if raw is _EOF:
+            raise self._exited(f"exited before answering {op!r}")
+        return self._response(op, rid, raw)
+
+    def _exited(self, what: str) -> RuntimeUnavailable:
+        try:
+            code = self._proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        return self._fail("exited", f"{what} (exit status {code})")
+
+    def _response(self, op: str, rid: int, raw: str) -> dict[str, Any]:
+        shown = raw.strip()[:200]
+        try:
+            response = json.loads(raw)
+        except ValueError:
+            raise self._fail("protocol", f"answered {op!r} with a line that is not JSON: {shown!r}") from None
+        if not isinstance(response, dict) or response.get("id") != rid:
+            raise self._fail("protocol", f"answered {op!r} with {shown!r}; expected a response with id {rid}")
+        if "error" in response and "result" not in response:
+            error = response["error"]
+            if not isinstance(error, dict) or not isinstance(error.get("type"), str):
+                raise self._fail("protocol", f"answered {op!r} with a malformed protocol error: {shown!r}")
+            raise ProtocolError(error["type"], str(error.get("message", "")))
+        result = response.get("result")
+        if not isinstance(result, dict) or "error" in response:
+            raise self._fail("protocol", f"answered {op!r} without a result object: {shown!r}")
+        return result
+
+    def _check_hello(self, hello: dict) -> None:
+        if hello.get("protocol") != PROTOCOL:
+            raise self._fail("protocol", f"hello announced protocol {hello.get('protocol')!r}; expected {PROTOCOL!r}")
+        levels = hello.get("levels")
+        if not isinstance(levels, list) or not levels or any(level not in LEVELS for level in levels):
+            raise self._fail("protocol", f"hello announced levels {levels!r}; expected a non-empty subset of {list(LEVELS)}")

@@ -1,0 +1,145 @@
+"""JSON <-> model values for the runtime protocol (``docs/protocol.md``).
+
+Requests carry dsh event JSON (spec 1.1 envelope minus ``seq``, which the runtime assigns, spec
+1.3 step 5), summary scripts (:class:`model.summarizer.SummaryScript`) and policies (corpus
+``policies/*.json``, :meth:`model.config.RuntimePolicy.from_json`). Results carry model errors as
+spec refusals ``{"error": {"type", "rule", "seq", "message"}}``. A request whose *shape* is wrong
+raises :class:`~surfacecheck.runtime.api.ProtocolError` (a protocol error, not a spec refusal).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from model.errors import ModelError
+from model.event import ABSENT
+
+from .api import ProtocolError
+
+EVENT_KEYS = frozenset({"type", "data", "time", "surfaceOp", "sourceEventSeqs"})
+
+
+def refusal(error: ModelError) -> dict[str, Any]:
+    """A spec-level refusal as a result: the model error's class, rule id, seq and dsh message."""
+    return {"error": {"type": type(error).__name__, "rule": error.rule, "seq": error.seq, "message": error.message}}
+
+
+def require(args: Any, key: str, kind: type | tuple[type, ...], *, optional: bool = False, default: Any = None) -> Any:
+    """``args[key]`` checked against ``kind`` (``bool`` is never an ``int`` here); ProtocolError otherwise."""
+    if not isinstance(args, dict):
+        raise ProtocolError("bad-args", "args must be a JSON object")
+    if key not in args or (optional and args[key] is None):
+        if optional:
+            return default
+        raise ProtocolError("bad-args", f"missing argument {key!r}")
+    value = args[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ProtocolError("bad-args", f"argument {key!r} must be {' or '.join(k.__name__ for k in kinds)}")
+    if not isinstance(value, kinds):
+        raise ProtocolError("bad-args", f"argument {key!r} must be {' or '.join(k.__name__ for k in kinds)}")
+    return value
+
+
+def event_kwargs(event: Any) -> dict[str, Any]:
+    """An ``append`` request's ``event`` as keyword arguments of :func:`model.session.append`.
+
+    Missing ``data`` / ``surfaceOp`` / ``sourceEventSeqs`` become ``ABSENT`` (the key was not
+    there), so the session itself refuses what dsh refuses (spec 1.3 step 1: undefined data)."""
+    if not isinstance(event, dict):
+        raise ProtocolError("bad-args", "argument 'event' must be a JSON object")
+    extra = sorted(set(event) - EVENT_KEYS)
+    if extra:
+        raise ProtocolError("bad-args", f"event has unknown keys {extra} (allowed: {sorted(EVENT_KEYS)}; seq is assigned)")
+    if not isinstance(event.get("type"), str):
+        raise ProtocolError("bad-args", "event.type must be a string")
+    time = event.get("time")
+    if time is not None and (isinstance(time, bool) or not isinstance(time, int)):
+        raise ProtocolError("bad-args", "event.time must be an integer")
+    return {
+        "type_": event["type"],
+        "data": event.get("data", ABSENT),
+        "surface_op": event.get("surfaceOp", ABSENT),
+        "source_event_seqs": event.get("sourceEventSeqs", ABSENT),
+        "time": time,
+    }
+
+
+# -- summary scripts, faults, results (spec 8, 9-11) ----------------------------------------------
+def summary_script(obj: Any):
+    """A summary script JSON as :class:`model.summarizer.SummaryScript`; outcome ``concurrent`` is ``text``
+    with the ``concurrent`` appends (another producer writing while the summary runs, spec 8.2 step 12)."""
+    from model.summarizer import OUTCOMES, SummaryScript
+
+    if not isinstance(obj, dict):
+        raise ProtocolError("bad-args", "a summary script must be a JSON object")
+    extra = sorted(set(obj) - {"outcome", "text", "ratio", "concurrent", "usage"})
+    if extra:
+        raise ProtocolError("bad-args", f"summary script has unknown keys {extra}")
+    outcome = obj.get("outcome", "text")
+    if outcome == "concurrent":
+        outcome = "text"
+    if outcome not in OUTCOMES:
+        raise ProtocolError("bad-args", f"unknown summary outcome {outcome!r}")
+    text = obj.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ProtocolError("bad-args", "summary script text must be a string")
+    ratio = obj.get("ratio", 0.25)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio < 0:
+        raise ProtocolError("bad-args", "summary script ratio must be a non-negative number")
+    concurrent = []
+    for item in obj.get("concurrent") or []:
+        if not isinstance(item, list) or len(item) not in (3, 4) or not isinstance(item[0], str):
+            raise ProtocolError("bad-args", "concurrent entries are [type, data, surfaceOp, sourceEventSeqs?]")
+        concurrent.append(tuple(item))
+    usage = obj.get("usage")
+    if usage is not None:
+        if not (isinstance(usage, list) and len(usage) == 2 and all(isinstance(n, int) for n in usage)):
+            raise ProtocolError("bad-args", "summary script usage must be [inputTokens, outputTokens]")
+        usage = tuple(usage)
+    return SummaryScript(outcome=outcome, text=text, ratio=float(ratio), concurrent=tuple(concurrent), usage=usage)
+
+
+def summary_scripts(args: dict, key: str = "summaries") -> tuple | None:
+    """The op's optional ``summaries`` list (``summary`` accepted for a single script), or None."""
+    if key in args and args[key] is not None:
+        if not isinstance(args[key], list):
+            raise ProtocolError("bad-args", f"argument {key!r} must be a list of summary scripts")
+        return tuple(summary_script(item) for item in args[key])
+    if "summary" in args and args["summary"] is not None:
+        return (summary_script(args["summary"]),)
+    return None
+
+
+FAULT_APPENDS = ("compaction/summary", "checkpoint", "compaction/end", "error-close", "prune-replace")
+
+
+def faults(args: dict):
+    """Optional ``faults {fail_appends: [...], flush_fails, cancel_during_flush}`` (spec 8.3, 11.2)."""
+    from model.transaction import NO_FAULTS, Faults
+
+    obj = args.get("faults")
+    if obj is None:
+        return NO_FAULTS
+    if not isinstance(obj, dict) or set(obj) - {"fail_appends", "flush_fails", "cancel_during_flush"}:
+        raise ProtocolError("bad-args", "faults is {fail_appends?: [...], flush_fails?: bool, cancel_during_flush?: bool}")
+    fail = obj.get("fail_appends") or []
+    if not isinstance(fail, list) or any(item not in FAULT_APPENDS for item in fail):
+        raise ProtocolError("bad-args", f"faults.fail_appends entries must be among {list(FAULT_APPENDS)}")
+    return Faults(frozenset(fail), bool(obj.get("flush_fails", False)), bool(obj.get("cancel_during_flush", False)))
+
+
+def compaction_result(result) -> dict | None:
+    """`CompactionResult` (spec 8.2 step 14) as JSON (camelCase as dsh names it)."""
+    if result is None:
+        return None
+    return {"compactionId": result.compaction_id, "sourceCommandId": result.source_command_id,
+            "startSeq": result.start_seq, "summarySeq": result.summary_seq, "endSeq": result.end_seq,
+            "start": result.start, "end": result.end, "shadowedSeqs": list(result.shadowed_seqs),
+            "shadowedTokenCount": result.shadowed_token_count}
+
+
+def failure(error) -> dict | None:
+    """A failure inside an outcome (events may have been written): like a refusal's error body."""
+    if error is None:
+        return None
+    return refusal(error)["error"]

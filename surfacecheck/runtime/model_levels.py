@@ -1,0 +1,285 @@
+"""The compaction and policy levels of :class:`~surfacecheck.runtime.model_runtime.ModelRuntime`.
+
+Each op runs one model transition (spec 6 pruner, 7 range selection, 8 the transaction, 9 the
+pressure listener, 10.2 the overflow listener, 11 ``/compact``, 1.5 reload) on the current session
+and adopts the session it returns. Results name the spec's result kinds and carry the generation
+after (``docs/protocol.md`` lists every shape). Summaries come from scripts: an op's own
+``summaries`` list, else the standing queue given to ``configure``, else the default text script;
+each ``compaction/start`` written consumes the next script.
+"""
+from __future__ import annotations
+
+from dataclasses import replace as dc_replace
+from typing import Any
+
+from model.config import RuntimePolicy
+from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
+from model.manual import MESSAGES, compact_command
+from model.meter import measure_state
+from model.policy import PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow
+from model.prune_content import resolve_pruner_config
+from model.pruner import prune_session
+from model.region import select_compactable_range
+from model.session import seeded
+from model.summarizer import ScriptedSummarizer, SummaryScript
+from model.transaction import TransactionOptions, compact_surface_region
+
+from .api import ProtocolError
+from .codec import compaction_result, failure, faults, refusal, require, summary_scripts
+
+_CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
+
+
+class LevelState:
+    """What the policy level keeps beside the session: the environment (policy, capacity), the standing
+    summary queue, compaction-basic's overflow retries (spec 10.2), its warned target keys (spec 9.3),
+    and the number of `compaction/start` events in the log (which script the next one consumes)."""
+
+    def __init__(self) -> None:
+        self.env = Environment()
+        self.queue: tuple[SummaryScript, ...] = ()
+        self.reopen()
+
+    def reopen(self) -> None:
+        """A new engine instance (reset or crash + reload): retries and warned keys start empty."""
+        self.overflow = OverflowState()
+        self.warned: set[str] = set()
+        self.starts = 0
+
+    def observe(self, event) -> None:
+        """Per committed event: count starts; the overflow counter resets of spec 10.2 (DISAGREES D3)."""
+        if event.type == "compaction/start":
+            self.starts += 1
+        status = event.data.get("status") if isinstance(event.data, dict) else None
+        self.overflow = reset_overflow(self.overflow, event.type, status)
+
+
+def install(runtime) -> tuple[str, ...]:
+    """Add the compaction and policy ops to ``runtime``; returns the levels it now supports."""
+    ops = _Ops(runtime)
+    runtime.level_state = LevelState()
+    runtime._ops.update({
+        "select_range": ops.select_range, "prune": ops.prune, "compact": ops.compact,
+        "configure": ops.configure, "pre_step": ops.pre_step, "request_error": ops.request_error,
+        "manual_compact": ops.manual_compact, "reload": ops.reload,
+    })
+    return ("log", "compaction", "policy")
+
+
+class _Ops:
+    def __init__(self, runtime) -> None:
+        self.rt = runtime
+
+    # -- shared plumbing ----------------------------------------------------------------------
+    @property
+    def state(self) -> LevelState:
+        return self.rt.level_state
+
+    def _summarizer(self, args: dict) -> tuple[ScriptedSummarizer, bool]:
+        """Scripts indexed by absolute `compaction/start` number (how :class:`ScriptedSummarizer` counts)."""
+        own = summary_scripts(args)
+        scripts = own if own is not None else self.state.queue
+        default = SummaryScript()
+        return ScriptedSummarizer(scripts=(default,) * self.state.starts + tuple(scripts)), own is None
+
+    def _run(self, args: dict, transition) -> tuple[Any, dict]:
+        """Run ``transition(session, summarizer, faults)`` -> Outcome-like; adopt its session; common fields."""
+        summarizer, from_queue = self._summarizer(args)
+        before_len, starts0 = len(self.rt.session.log), self.state.starts
+        try:
+            outcome = transition(self.rt.session, summarizer, faults(args))
+        except _SHAPE_ERRORS as exc:
+            raise _shape_refusal(exc) from exc
+        session = outcome.session if hasattr(outcome, "session") else outcome[0]
+        self.rt.last_labels = tuple(getattr(outcome, "labels", ()) or box_labels(outcome))
+        self.rt.adopt(session)
+        if from_queue:
+            self.state.queue = self.state.queue[self.state.starts - starts0:]
+        common = {"generation": session.generation,
+                  "appended": [event.type for event in session.log[before_len:]]}
+        return outcome, common
+
+    # -- compaction level (spec 6, 7, 8) ------------------------------------------------------
+    def select_range(self, args: dict) -> dict:
+        """`selectCompactableRange(session, measure(), retainTokens)` (spec 7)."""
+        retain = require(args, "retain_tokens", int)
+        if retain < 0:
+            raise ProtocolError("bad-args", "retain_tokens must be a non-negative integer")
+        if self.rt.meter_error is not None:
+            return refusal(self.rt.meter_error)
+        try:
+            span = select_compactable_range(self.rt.session, measure_state(self.rt.meter), retain)
+        except ModelError as exc:
+            return refusal(exc)
+        except _SHAPE_ERRORS as exc:
+            return refusal(_shape_refusal(exc))
+        return {"range": None if span is None else {"start": span.start, "end": span.end}}
+
+    def prune(self, args: dict) -> dict:
+        """`pruneSession` with the given budgets (spec 6): prune + single-node replace per big result."""
+        try:
+            config = resolve_pruner_config(require(args, "pruner", dict, optional=True, default={}))
+        except ModelError as exc:
+            return refusal(exc)
+        try:
+            outcome, common = self._run(args, lambda s, _summ, f: prune_session(s, config, f))
+        except ModelError as exc:
+            return refusal(exc)
+        pruned = [{"originalSeq": e.original_seq, "replacementSeq": e.replacement_seq, "callId": e.call_id,
+                   "charsBefore": e.chars_before, "charsAfter": e.chars_after} for e in outcome.value.pruned]
+        kind = "failed" if outcome.error is not None else ("pruned" if pruned else "none")
+        return {"kind": kind, "pruned": pruned, "failure": failure(outcome.error), **common}
+
+    def compact(self, args: dict) -> dict:
+        """`compactSurfaceRegion(start, end)` (spec 8): automatic (numbered owner, whole-surface stability)
+        or ``manual`` (owner null, selected-span stability, flush); result kind as spec 11.2 names it."""
+        start, end = require(args, "start", int), require(args, "end", int)
+        manual = require(args, "manual", bool, optional=True, default=False)
+        aborted = require(args, "aborted", bool, optional=True, default=False)
+        options = TransactionOptions.manual() if manual else TransactionOptions()
+        try:
+            outcome, common = self._run(args, lambda s, summ, f: compact_surface_region(
+                s, start, end, options, summ, f, aborted))
+        except ModelError as exc:
+            return refusal(exc)
+        return {"kind": _kind(outcome.error, bool(common["appended"])), "result": compaction_result(outcome.value),
+                "failure": failure(outcome.error), "aborted": outcome.aborted, **common}
+
+    # -- policy level (spec 9, 10.2, 11, 1.5) -------------------------------------------------
+    def configure(self, args: dict) -> dict:
+        """The runtime policy (corpus ``policies/*.json``), the route's context window, the summary queue."""
+        try:
+            policy = RuntimePolicy.from_json(require(args, "policy", dict, optional=True, default={}))
+        except ModelError as exc:
+            return refusal(exc)
+        if "context_window" in args:
+            window = args["context_window"]
+            if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
+                raise ProtocolError("bad-args", "context_window must be an integer or null")
+            policy = dc_replace(policy, context_window=window)
+        route = require(args, "route", dict, optional=True)
+        capacity = None
+        if route is not None:
+            if not isinstance(route.get("provider"), str) or not isinstance(route.get("model"), str):
+                raise ProtocolError("bad-args", "route is {provider, model}")
+            capacity = {(route["provider"], route["model"]): policy.context_window}
+            policy = dc_replace(policy, context_window=None)
+        queue = summary_scripts(args)
+        self.state.env = Environment(policy=policy, capacity=capacity)
+        self.state.queue = queue or ()
+        return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}
+
+    def pre_step(self, args: dict) -> dict:
+        """The `agent/pre-step` pressure listener (spec 9.2-9.3): errors are warned once per target key."""
+        if not self.state.env.policy.compaction.auto:
+            return {"kind": "disabled", "result": None, "failure": None,
+                    "generation": self.rt.session.generation, "appended": []}
+        env = self.state.env
+        try:
+            outcome, common = self._run(args, lambda s, summ, f: compact_if_needed(
+                s, PRESSURE, dc_replace(env, summarizer=summ, faults=f)))
+        except ModelError as exc:
+            return refusal(exc)
+        error = outcome.error
+        if error is None:
+            kind = "compacted" if outcome.value is not None else ("pruned" if common["appended"] else "noop")
+        elif isinstance(error, TargetPressureConfigError) and error.target_key in self.state.warned:
+            kind = "silent"
+        else:
+            if isinstance(error, TargetPressureConfigError):
+                self.state.warned.add(error.target_key)
+            kind = "warned"
+        return {"kind": kind, "result": compaction_result(outcome.value), "failure": failure(error), **common}
+
+    def request_error(self, args: dict) -> dict:
+        """The `agent/request-error` listener (spec 10.2): ``retry`` only after generation progress."""
+        code = require(args, "code", str)
+        aborted = require(args, "aborted", bool, optional=True, default=False)
+        env = self.state.env
+        box: dict = {}
+
+        def transition(session, summ, f):
+            outcome, state, retry = on_request_error(session, self.state.overflow, code,
+                                                     dc_replace(env, summarizer=summ, faults=f), aborted)
+            box.update(state=state, retry=retry)
+            return outcome
+
+        try:
+            outcome, common = self._run(args, transition)
+        except ModelError as exc:
+            return refusal(exc)
+        self.state.overflow = box["state"]
+        return {"kind": "retry" if box["retry"] else "next", "retries": box["state"].retries,
+                "result": compaction_result(outcome.value), "failure": failure(outcome.error), **common}
+
+    def manual_compact(self, args: dict) -> dict:
+        """`/compact` (spec 11.1): `command/run`, `compactNow`, `command/done`; the command's kind and text."""
+        raw = require(args, "args", str, optional=True, default="")
+        command_id = require(args, "command_id", str, optional=True, default=f"cmd-{self.rt.session.next_seq}")
+        aborted = require(args, "aborted", bool, optional=True, default=False)
+        idle = require(args, "agent_idle", bool, optional=True, default=True)
+        box: dict = {}
+
+        def transition(session, summ, f):
+            after, result, labels = compact_command(session, command_id, raw, summarizer=summ, faults=f,
+                                                    caller_aborted=aborted, agent_idle=idle)
+            box["result"] = result
+            return (after, labels)
+
+        try:
+            _, common = self._run(args, transition)
+        except ModelError as exc:
+            return refusal(exc)
+        result = box["result"]
+        return {"kind": result.kind, "code": _command_code(result), "text": result.text,
+                "sourceEventSeq": result.source_event_seq, **common}
+
+    def reload(self, args: dict) -> dict:
+        """Crash and reopen (spec 1.5): the log becomes a seed (shape-checked) and `session/end-seed` is
+        appended unless the log already ends with one; the folds and the engine state start afresh."""
+        try:
+            session = seeded(self.rt.session.log)
+        except ModelError as exc:
+            return refusal(exc)
+        before_len = len(self.rt.session.log)
+        self.state.reopen()
+        self.rt.reset_state(session)
+        return {"generation": session.generation,
+                "appended": [event.type for event in session.log[before_len:]]}
+
+
+def box_labels(outcome) -> tuple[str, ...]:
+    """Labels of a `(session, labels)` pair (the `/compact` command path)."""
+    return tuple(outcome[1]) if isinstance(outcome, tuple) and len(outcome) > 1 else ()
+
+
+_SHAPE_ERRORS = (KeyError, TypeError, IndexError, AttributeError)
+
+
+def _shape_refusal(exc: Exception) -> ModelError:
+    """A JS TypeError inside a transition: the log holds a live-appended event whose shape dsh cannot
+    read (live appends skip shape checks, spec 1.3 / §15 G18). Refused with rule ``message-shape``,
+    seq null; the session is left as it was before the op."""
+    return ModelError(f"the log holds an event whose shape dsh cannot read: {type(exc).__name__}: {exc}",
+                      rule="message-shape")
+
+
+def _kind(error, wrote: bool) -> str:
+    """Spec 11.2 result kinds: success, the six `ManualCompactionError` codes, ``aborted`` (the caller's
+    abort reason); automatic failures are ``refused`` (entry, nothing written) or ``failed``."""
+    if error is None:
+        return "success"
+    if isinstance(error, ManualCompactionError):
+        return error.code
+    if isinstance(error, AbortError):
+        return "aborted"
+    return "failed" if wrote else "refused"
+
+
+def _command_code(result) -> str:
+    """Which spec 11.1 handler branch produced the `command/done`."""
+    if result.kind == "success":
+        return "nothing" if result.source_event_seq is None else "success"
+    if result.text.startswith("Usage:"):
+        return "usage"
+    return _CODE_BY_TEXT.get(result.text, "aborted")

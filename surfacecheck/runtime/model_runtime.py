@@ -1,0 +1,167 @@
+"""The reference model behind the runtime protocol (``--runtime model``; ``docs/protocol.md``).
+
+State is the immutable :class:`model.session.Session` plus the folds a live dsh session keeps
+beside it: the token meter's replay state (spec 4.2, :func:`model.meter.fold_meter`), the O(1)
+shadow-price projection (spec 5.1, :func:`model.projection.fold_claim`) and the tool-pairing cache
+(spec 3, :func:`model.pairing.refresh_cuts`). Each fold is advanced over every committed event.
+A fold that throws stays stuck at the event before (spec 4.2: "a failing event remains unread and
+fails again on every read"): ``measure`` then answers the refusal, ``projection`` a null total.
+
+Log-level ops live here; the compaction and policy levels are in :mod:`.model_levels`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from model.errors import ModelError
+from model.event import Event
+from model.meter import MeterState, fold_meter, measure_state
+from model.pairing import Cuts, refresh_cuts
+from model.projection import SurfaceProjection, fold_claim
+from model.session import Session, append
+
+from .api import LEVELS, PROTOCOL, ProtocolError, ops_at
+from .codec import event_kwargs, refusal
+
+
+class ModelRuntime:
+    """:class:`~surfacecheck.runtime.api.Runtime` over the reference model. Never mutates a model value."""
+
+    name = "model"
+
+    def __init__(self) -> None:
+        self._ops: dict[str, Callable[[dict], dict]] = {
+            "reset": self._reset, "append": self._append, "surface": self._surface, "cuts": self._cuts,
+            "measure": self._measure, "projection": self._projection,
+        }
+        self.levels: tuple[str, ...] = ("log",)
+        self.level_state = None
+        self.last_labels: tuple[str, ...] = ()  # the last compaction/policy op's steps, in spec words
+        try:
+            from . import model_levels
+        except ImportError:  # pragma: no cover - the compaction/policy levels are optional here
+            model_levels = None
+        if model_levels is not None:
+            self.levels = model_levels.install(self)
+        self.reset_state(Session())
+
+    # -- runtime interface ------------------------------------------------------------------
+    def hello(self) -> dict[str, Any]:
+        return {"protocol": PROTOCOL, "name": self.name, "levels": list(self.levels)}
+
+    def call(self, op: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run one request. Spec refusals are results; malformed requests raise :class:`ProtocolError`."""
+        handler = self._ops.get(op)
+        if handler is None:
+            if any(op in ops_at(level) for level in LEVELS):
+                raise ProtocolError("unsupported-level", f"op {op!r} belongs to a level this runtime does not support")
+            raise ProtocolError("unknown-op", f"unknown op {op!r}")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ProtocolError("bad-args", "args must be a JSON object")
+        self.last_labels = ()
+        return handler(args)
+
+    def close(self) -> None:
+        pass
+
+    # -- state ------------------------------------------------------------------------------
+    def reset_state(self, session: Session) -> None:
+        """Start the folds afresh over ``session`` (a new session, or a reopened one after a crash)."""
+        self.session = Session()
+        self.meter = MeterState()
+        self.meter_error: ModelError | None = None
+        self.projection = SurfaceProjection()
+        self.projection_error: ModelError | None = None
+        self.cuts: Cuts | None = None
+        self.adopt(session)
+
+    def adopt(self, session: Session) -> None:
+        """Make ``session`` current, folding the meter and the projection over its new events (spec 4.2, 5.1)."""
+        start = len(self.session.log)
+        self.session = session
+        for event in session.log[start:]:
+            self._fold(event)
+
+    def _fold(self, event: Event) -> None:
+        if self.meter_error is None:
+            try:
+                self.meter = fold_meter(self.meter, event, self.session.event_at)
+            except _FOLD_ERRORS as exc:
+                self.meter_error = _as_model_error(exc, event)
+        if self.projection_error is None:
+            try:
+                step = fold_claim(self.projection.claim, event)
+                self.projection = SurfaceProjection(self.projection.total + step.delta, step.claim)
+            except _FOLD_ERRORS as exc:
+                self.projection_error = _as_model_error(exc, event)
+        if self.level_state is not None:
+            self.level_state.observe(event)
+
+    def current_cuts(self) -> Cuts:
+        """Spec 3 `balanceCache`: extend within a generation, rebuild after a replace. Raises ToolPairingError."""
+        self.cuts = refresh_cuts(self.cuts, self.session)
+        return self.cuts
+
+    # -- log level (spec 1.3, 2.1, 3, 4.3, 5.1) ---------------------------------------------
+    def _reset(self, args: dict) -> dict:
+        """A new empty session; the configuration and engine state are discarded too."""
+        if self.level_state is not None:
+            self.level_state = type(self.level_state)()
+        self.reset_state(Session())
+        return {"generation": 0}
+
+    def _append(self, args: dict) -> dict:
+        """`Session.append` (spec 1.3): the assigned seq and the generation after, or the refusal."""
+        if "event" not in args:
+            raise ProtocolError("bad-args", "missing argument 'event'")
+        kwargs = event_kwargs(args["event"])
+        type_ = kwargs.pop("type_")
+        try:
+            session, event = append(self.session, type_, **kwargs)
+        except ModelError as exc:
+            return refusal(exc)
+        self.adopt(session)
+        return {"seq": event.seq, "generation": session.generation}
+
+    def _surface(self, args: dict) -> dict:
+        return {"nodes": list(self.session.nodes), "generation": self.session.generation}
+
+    def _cuts(self, args: dict) -> dict:
+        try:
+            return {"balanced": list(self.current_cuts().balanced)}
+        except ModelError as exc:
+            return refusal(exc)
+        except _FOLD_ERRORS as exc:  # an assistant/message whose content dsh cannot read (spec 3 eventDelta)
+            return refusal(ModelError(f"tool-pairing balance: a surface node has a shape dsh cannot read: "
+                                      f"{type(exc).__name__}: {exc}", rule="message-shape"))
+
+    def _measure(self, args: dict) -> dict:
+        """`TokenMeter.measure()` (spec 4.3): total, per-node prices, surface tokens, baseline."""
+        if self.meter_error is not None:
+            return refusal(self.meter_error)
+        m = measure_state(self.meter)
+        return {"total": m.total_tokens, "prices": [tokens for _, tokens in m.nodes],
+                "surface_tokens": m.surface_tokens, "baseline": {"kind": m.baseline.kind, "tokens": m.baseline.tokens}}
+
+    def _projection(self, args: dict) -> dict:
+        """The O(1) surface projection total (spec 5.1); null once its claim fold has thrown."""
+        if self.projection_error is not None:
+            return {"total": None, **refusal(self.projection_error)}
+        return {"total": self.projection.total}
+
+
+_FOLD_ERRORS = (ModelError, KeyError, TypeError, IndexError, AttributeError)
+
+
+def _as_model_error(exc: Exception, event: Event) -> ModelError:
+    """The fold's error with its seq; a JS TypeError reading a live-appended event whose message shape is
+    wrong (live appends skip shape checks, spec 1.3 / §15 G18) becomes rule ``message-shape`` as in
+    :func:`model.replay.replay`."""
+    if isinstance(exc, ModelError):
+        if exc.seq is None:
+            exc.seq = event.seq
+        return exc
+    return ModelError(f"event at seq {event.seq} ({event.type}) has a shape dsh cannot read: {type(exc).__name__}: {exc}",
+                      seq=event.seq, rule="message-shape")

@@ -1,0 +1,98 @@
+"""A sample session as protocol requests that reaches every op (the conformance script).
+
+:func:`sample_requests` returns ``(op, args)`` pairs: a dsh-shaped turn with a request header, a
+tool call whose big result the pruner shrinks (spec 6), range selection (spec 7), an automatic
+compaction (spec 8), the pressure listener (spec 9), an overflow recovery (spec 10.2), a manual
+``/compact`` (spec 11) and a crash + reload (spec 1.5), plus a few requests the session refuses
+(spec 1.3 legacy header; 1.4 replace of a missing seq). Used by the protocol tests and by the
+``protocol`` stage of ``surfacecheck check``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+PROVIDER, MODEL = "prov", "mod"
+POLICY = {"thresholdRatio": 0.5, "retainTokens": 150, "compactionRetries": 1, "maxOverflowRetries": 1,
+          "maxTokens": 512, "toolResultPruner": {"thresholdChars": 1200, "headChars": 300, "tailChars": 200}}
+
+
+class _Events:
+    """Builds append requests; the next seq is tracked so events can cite earlier ones."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict]] = []
+        self.seq = 0
+        self.time = 1_800_000_000_000
+
+    def add(self, type_: str, data: Any, **extra) -> int:
+        self.time += 1
+        self.requests.append(("append", {"event": {"type": type_, "data": data, "time": self.time, **extra}}))
+        self.seq += 1
+        return self.seq - 1
+
+    def user(self, text: str) -> int:
+        return self.add("user/message", {"id": f"u-{self.seq}", "role": "user", "source": {"kind": "user"},
+                                         "content": [{"type": "text", "text": text}]}, surfaceOp="append")
+
+    def assistant(self, turn: int, step: int, text: str, calls: tuple[str, ...] = ()) -> int:
+        content = [{"type": "text", "text": text}] + [
+            {"type": "tool-call", "id": call, "name": "read", "arguments": "{}"} for call in calls]
+        return self.add("assistant/message", {"turn": turn, "step": step, "message": {
+            "id": f"a-{self.seq}", "role": "assistant", "content": content,
+            "source": {"kind": "model", "provider": PROVIDER, "model": MODEL}},
+            "usage": {"inputTokens": 40, "outputTokens": 8}}, surfaceOp="append")
+
+    def result(self, turn: int, step: int, call: str, text: str) -> int:
+        call_seq = self.add("tool/call", {"turn": turn, "step": step, "callId": call, "name": "read", "arguments": "{}"})
+        return self.add("tool/result", {"turn": turn, "step": step, "message": {
+            "id": f"r-{self.seq}", "role": "user", "source": {"kind": "tool", "callId": call},
+            "content": [{"type": "tool-result", "toolCallId": call, "content": [{"type": "text", "text": text}],
+                         "isError": False}]}}, surfaceOp="append", sourceEventSeqs=[call_seq])
+
+    def step(self, turn: int, step: int, text: str, calls: tuple[str, ...] = (), result: str = "") -> None:
+        self.add("step/start", {"turn": turn, "step": step})
+        self.assistant(turn, step, text, calls)
+        for call in calls:
+            self.result(turn, step, call, result)
+        self.add("step/end", {"turn": turn, "step": step})
+
+
+def sample_requests() -> list[tuple[str, dict]]:
+    """Every op at least once, in an order a real runtime would see them."""
+    ev = _Events()
+    ev.requests.append(("reset", {}))
+    ev.requests.append(("configure", {"policy": POLICY, "context_window": 2000,
+                                      "summaries": [{"outcome": "text", "ratio": 0.2}]}))
+    ev.add("turn/start", {"turn": 1})
+    ev.add("request/header", {"header": {"config": {"provider": PROVIDER, "model": MODEL}, "system": "be brief"},
+                              "reason": "initial"})
+    ev.user("please read the three files and summarise them " * 8)
+    ev.step(1, 1, "reading the first file " * 10, ("call-1",), "alpha line\n" * 300)
+    ev.step(1, 2, "reading the second file " * 10, ("call-2",), "beta line\n" * 40)
+    ev.requests += [("surface", {}), ("cuts", {}), ("measure", {}), ("projection", {}),
+                    ("select_range", {"retain_tokens": 100}), ("select_range", {"retain_tokens": 0})]
+    ev.requests.append(("append", {"event": {"type": "request/header", "data": {"header": {}, "reason": "fallback"}}}))
+    ev.requests.append(("append", {"event": {"type": "user/message", "data": {}, "surfaceOp": {
+        "op": "replace", "start": 999, "end": 999}}}))
+    ev.requests.append(("pre_step", {}))  # prunes the big result first (spec 9.2 step 9)
+    ev.requests += [("surface", {}), ("projection", {}), ("measure", {})]
+    ev.requests.append(("prune", {"pruner": {"thresholdChars": 2000, "headChars": 300, "tailChars": 200}}))
+    ev.requests.append(("compact", {"start": 2, "end": 14, "summary": {"outcome": "failure"}}))
+    ev.requests += [("surface", {}), ("cuts", {}), ("projection", {})]
+    ev.requests.append(("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED"}))
+    ev.requests.append(("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED"}))
+    ev.requests += [("surface", {}), ("measure", {}), ("select_range", {"retain_tokens": 50})]
+    return ev.requests + _after_turn()
+
+
+def _after_turn() -> list[tuple[str, dict]]:
+    """Close the turn, then the idle-time operations: manual compact, reload, a last read of everything."""
+    return [
+        ("append", {"event": {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}}),
+        ("manual_compact", {"args": "now"}),
+        ("manual_compact", {"summary": {"outcome": "text", "text": "Summary: files read."}}),
+        ("manual_compact", {"summary": {"outcome": "text", "ratio": 2.0}}),
+        ("reload", {}),
+        ("surface", {}), ("cuts", {}), ("measure", {}), ("projection", {}),
+        ("compact", {"start": 27, "end": 11, "manual": True}),
+    ]

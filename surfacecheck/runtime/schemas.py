@@ -1,0 +1,157 @@
+"""JSON Schemas of every protocol message (``docs/schemas/*.json`` are written from these).
+
+One schema per message: the request and response envelopes, the ``hello`` result, and for each op
+its ``args`` and its ``result``. A result schema of an op that can be refused accepts the spec
+refusal ``{"error": {"type", "rule", "seq", "message"}}`` as an alternative. ``python -m
+surfacecheck.runtime.schemas DIR`` rewrites the files; a test checks they are up to date.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .api import LEVELS, OPS, PROTOCOL, ProtocolError
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+ALL_OPS = ("hello", "bench") + tuple(op for level in LEVELS for op in OPS[level])
+
+INT = {"type": "integer"}
+NAT = {"type": "integer", "minimum": 0}
+SEQ_OR_NULL = {"type": ["integer", "null"]}
+REFUSAL = {
+    "type": "object", "required": ["error"], "additionalProperties": False,
+    "properties": {"error": {"type": "object", "required": ["type", "rule", "seq", "message"],
+                             "properties": {"type": {"type": "string"}, "rule": {"type": "string"},
+                                            "seq": SEQ_OR_NULL, "message": {"type": "string"}}}},
+}
+FAILURE = {"oneOf": [{"type": "null"}, REFUSAL["properties"]["error"]]}
+EVENT = {
+    "type": "object", "required": ["type"], "additionalProperties": False,
+    "properties": {"type": {"type": "string"}, "data": {}, "time": INT, "surfaceOp": {},
+                   "sourceEventSeqs": {}},
+}
+SUMMARY = {
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "outcome": {"enum": ["text", "failure", "empty", "image", "truncated", "cancel", "agent-cancel", "late-cancel",
+                             "concurrent"]},
+        "text": {"type": ["string", "null"]}, "ratio": {"type": "number", "minimum": 0},
+        "concurrent": {"type": "array", "items": {"type": "array", "minItems": 3, "maxItems": 4,
+                                                   "prefixItems": [{"type": "string"}]}},
+        "usage": {"type": ["array", "null"], "items": INT, "minItems": 2, "maxItems": 2},
+    },
+}
+SUMMARIES = {"type": ["array", "null"], "items": SUMMARY}
+FAULTS = {"type": ["object", "null"], "additionalProperties": False, "properties": {
+    "fail_appends": {"type": "array", "items": {"enum": ["compaction/summary", "checkpoint", "compaction/end",
+                                                          "error-close", "prune-replace"]}},
+    "flush_fails": {"type": "boolean"}, "cancel_during_flush": {"type": "boolean"}}}
+RESULT = {"oneOf": [{"type": "null"}, {"type": "object", "required": [
+    "compactionId", "sourceCommandId", "startSeq", "summarySeq", "endSeq", "start", "end", "shadowedSeqs",
+    "shadowedTokenCount"], "properties": {"shadowedSeqs": {"type": "array", "items": NAT}}}]}
+COMMON = {"generation": NAT, "appended": {"type": "array", "items": {"type": "string"}}}
+RUN_ARGS = {"summaries": SUMMARIES, "summary": {"oneOf": [{"type": "null"}, SUMMARY]}, "faults": FAULTS}
+
+
+def _obj(required=(), additional=False, **props) -> dict:
+    return {"type": "object", "required": list(required), "additionalProperties": additional, "properties": props}
+
+
+def _refusable(schema: dict) -> dict:
+    return {"oneOf": [schema, REFUSAL]}
+
+
+ARGS: dict[str, dict] = {
+    "hello": _obj(), "bench": _obj(("sizes",), True, sizes={"type": "array", "items": NAT}, appends=NAT),
+    "reset": _obj(), "append": _obj(("event",), event=EVENT), "surface": _obj(), "cuts": _obj(),
+    "measure": _obj(), "projection": _obj(),
+    "select_range": _obj(("retain_tokens",), retain_tokens=NAT),
+    "prune": _obj(pruner={"type": ["object", "null"]}, **RUN_ARGS),
+    "compact": _obj(("start", "end"), start=NAT, end=NAT, manual={"type": "boolean"}, aborted={"type": "boolean"},
+                    **RUN_ARGS),
+    "configure": _obj(policy={"type": ["object", "null"]}, context_window={"type": ["integer", "null"]},
+                      route={"oneOf": [{"type": "null"}, _obj(("provider", "model"), provider={"type": "string"},
+                                                                model={"type": "string"})]},
+                      summaries=SUMMARIES, summary=RUN_ARGS["summary"]),
+    "pre_step": _obj(**RUN_ARGS),
+    "request_error": _obj(("code",), code={"type": "string"}, aborted={"type": "boolean"}, **RUN_ARGS),
+    "manual_compact": _obj(args={"type": "string"}, command_id={"type": "string"}, aborted={"type": "boolean"},
+                           agent_idle={"type": "boolean"}, **RUN_ARGS),
+    "reload": _obj(),
+}
+
+RESULTS: dict[str, dict] = {
+    "hello": _obj(("protocol", "name", "levels"), True, protocol={"const": PROTOCOL}, name={"type": "string"},
+                  levels={"type": "array", "minItems": 1, "items": {"enum": list(LEVELS)}}),
+    "bench": _obj(("ns_per_append",), True, ns_per_append={"type": "object"}),
+    "reset": _obj(("generation",), True, generation={"const": 0}),
+    "append": _refusable(_obj(("seq", "generation"), seq=NAT, generation=NAT)),
+    "surface": _obj(("nodes", "generation"), nodes={"type": "array", "items": NAT}, generation=NAT),
+    "cuts": _refusable(_obj(("balanced",), balanced={"type": "array", "minItems": 1, "items": {"type": "boolean"}})),
+    "measure": _refusable(_obj(("total", "prices"), True, total=NAT, prices={"type": "array", "items": NAT},
+                               surface_tokens=INT, baseline=_obj(("kind", "tokens"), kind={"enum": [
+                                   "usage", "estimated", "none"]}, tokens=INT))),
+    "projection": {"oneOf": [_obj(("total",), total=INT),
+                             _obj(("total", "error"), total={"type": "null"}, error=REFUSAL["properties"]["error"])]},
+    "select_range": _refusable(_obj(("range",), range={"oneOf": [{"type": "null"}, _obj(
+        ("start", "end"), start=NAT, end=NAT)]})),
+    "prune": _refusable(_obj(("kind", "pruned", "failure", "generation", "appended"),
+                             kind={"enum": ["pruned", "none", "failed"]}, failure=FAILURE,
+                             pruned={"type": "array", "items": _obj(
+                                 ("originalSeq", "replacementSeq", "callId", "charsBefore", "charsAfter"),
+                                 originalSeq=NAT, replacementSeq=NAT, callId={"type": "string"},
+                                 charsBefore=NAT, charsAfter=NAT)}, **COMMON)),
+    "compact": _refusable(_obj(("kind", "result", "failure", "aborted", "generation", "appended"),
+                               kind={"enum": ["success", "busy", "cancelled", "changed", "summary", "commit",
+                                              "persistence", "aborted", "refused", "failed"]},
+                               result=RESULT, failure=FAILURE, aborted={"type": "boolean"}, **COMMON)),
+    "configure": _refusable(_obj(("configured", "auto", "generation"), configured={"const": True},
+                                 auto={"type": "boolean"}, generation=NAT)),
+    "pre_step": _refusable(_obj(("kind", "result", "failure", "generation", "appended"),
+                                kind={"enum": ["disabled", "noop", "pruned", "compacted", "warned", "silent"]},
+                                result=RESULT, failure=FAILURE, **COMMON)),
+    "request_error": _refusable(_obj(("kind", "retries", "result", "failure", "generation", "appended"),
+                                     kind={"enum": ["retry", "next"]}, retries=NAT, result=RESULT, failure=FAILURE,
+                                     **COMMON)),
+    "manual_compact": _refusable(_obj(("kind", "code", "text", "sourceEventSeq", "generation", "appended"),
+                                      kind={"enum": ["success", "error"]},
+                                      code={"enum": ["success", "nothing", "usage", "busy", "cancelled", "changed",
+                                                     "summary", "commit", "persistence", "aborted"]},
+                                      text={"type": "string"}, sourceEventSeq=SEQ_OR_NULL, **COMMON)),
+    "reload": _refusable(_obj(("generation", "appended"), **COMMON)),
+}
+
+REQUEST = _obj(("id", "op"), id={"type": ["integer", "string"]}, op={"enum": list(ALL_OPS)}, args={"type": "object"})
+RESPONSE = {"oneOf": [
+    _obj(("id", "result"), id={"type": ["integer", "string"]}, result={"type": "object"}),
+    _obj(("id", "error"), id={"type": ["integer", "string", "null"]},
+         error=_obj(("type", "message"), type={"enum": list(ProtocolError.TYPES)}, message={"type": "string"})),
+]}
+
+
+def documents() -> dict[str, dict]:
+    """File name -> schema document, for ``docs/schemas/``."""
+    docs = {"request.json": ("A request line", REQUEST), "response.json": ("A response line", RESPONSE),
+            "refusal.json": ("A spec refusal (a result)", REFUSAL), "event.json": ("An append's event", EVENT),
+            "summary-script.json": ("A summary script", SUMMARY)}
+    for op in ALL_OPS:
+        docs[f"{op}.args.json"] = (f"args of {op}", ARGS[op])
+        docs[f"{op}.result.json"] = (f"result of {op}", RESULTS[op])
+    return {name: {"$schema": DRAFT, "$id": f"surfacecheck-runtime/1/{name}", "title": title, **schema}
+            for name, (title, schema) in docs.items()}
+
+
+def write(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, doc in documents().items():
+        path = directory / name
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/schemas")
+    print(f"wrote {len(write(target))} schemas to {target}")

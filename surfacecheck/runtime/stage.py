@@ -1,0 +1,96 @@
+"""The ``runtime`` stage of ``surfacecheck check``: protocol conformance of the runtime under test.
+
+The sample session (:mod:`.sample`, every op, spec 1-11) is sent to the runtime under test and to
+the reference model, restricted to the levels the runtime announces in ``hello``. Every result must
+validate against its schema (``docs/schemas``) and equal the model's. For ``--runtime model`` the
+sample also goes through a real child (``python -m surfacecheck.serve model``), so the process path
+is exercised end to end. A runtime that hangs, dies or breaks the framing is inconclusive.
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from typing import Any
+
+import jsonschema
+
+from reports.junit import Outcome, TestCase
+
+from ..stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
+from .api import ProtocolError, RuntimeUnavailable, ops_at
+from .model_runtime import ModelRuntime
+from .sample import sample_requests
+from .schemas import documents
+from .select import open_runtime
+
+MAX_SHOWN = 5
+
+
+def _answer(runtime: Any, op: str, args: dict) -> Any:
+    try:
+        return runtime.call(op, args)
+    except ProtocolError as exc:
+        return {"protocol_error": exc.to_json()}
+
+
+def conformance(spec: str, *, timeout: float = 10.0) -> dict[str, Any]:
+    """Run the sample against ``spec`` and the model; divergences and schema problems, in order."""
+    validators = {name: jsonschema.Draft202012Validator(doc) for name, doc in documents().items()}
+    started = time.perf_counter()
+    runtime = open_runtime(spec, timeout=timeout)
+    try:
+        hello = runtime.hello()
+        problems = [f"hello: {e.message}" for e in validators["hello.result.json"].iter_errors(hello)]
+        levels = [level for level in hello.get("levels", []) if level in ("log", "compaction", "policy")]
+        allowed = set(ops_at(levels[-1])) if levels else set()
+        requests = [(op, args) for op, args in sample_requests() if op in allowed]
+        model = ModelRuntime()
+        divergences = []
+        for number, (op, args) in enumerate(requests, 1):
+            expected, observed = _answer(model, op, args), _answer(runtime, op, args)
+            if "protocol_error" not in observed:
+                problems += [f"step {number} {op}: {e.message}"
+                             for e in validators[f"{op}.result.json"].iter_errors(observed)]
+            if observed != expected:
+                divergences.append({"step": number, "op": op, "args": args, "expected": expected, "observed": observed})
+    finally:
+        runtime.close()
+    return {"runtime": spec, "levels": levels, "requests": len(requests), "divergences": divergences,
+            "schema_problems": problems, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def stage(ctx: CheckContext) -> StageResult:
+    """``surfacecheck check`` stage ``runtime`` (loaded as ``surfacecheck.runtime.stage``): protocol conformance."""
+    specs = [ctx.runtime]
+    if ctx.runtime == "model":
+        specs.append(f"cmd:{shlex.quote(sys.executable)} -m surfacecheck.serve model")
+    runs, cases, lines, status = [], [], [], OK
+    for spec in specs:
+        name = f"protocol conformance ({spec})"
+        try:
+            run = conformance(spec)
+        except RuntimeUnavailable as exc:
+            status = VIOLATION if status == VIOLATION else INCONCLUSIVE
+            cases.append(TestCase(name=name, classname="surfacecheck.protocol",
+                                  error=Outcome(message=str(exc).splitlines()[0], type=f"runtime-{exc.kind}",
+                                                text=str(exc))))
+            runs.append({"runtime": spec, "inconclusive": str(exc)})
+            lines.append(f"protocol: {spec}: inconclusive: {str(exc).splitlines()[0]}")
+            continue
+        runs.append({**run, "divergences": run["divergences"][:MAX_SHOWN],
+                     "divergence_count": len(run["divergences"])})
+        bad = run["divergences"] or run["schema_problems"]
+        if bad:
+            status = VIOLATION
+            first = (f"step {run['divergences'][0]['step']} {run['divergences'][0]['op']} differs from the model"
+                     if run["divergences"] else run["schema_problems"][0])
+            cases.append(TestCase(name=name, classname="surfacecheck.protocol", time=run["seconds"],
+                                  failure=Outcome(message=first, type="protocol-divergence",
+                                                  text="\n".join(run["schema_problems"][:MAX_SHOWN]))))
+        else:
+            cases.append(TestCase(name=name, classname="surfacecheck.protocol", time=run["seconds"]))
+        lines.append(f"protocol: {spec}: levels {','.join(run['levels'])}, {run['requests']} requests, "
+                     f"{len(run['divergences'])} divergences, {len(run['schema_problems'])} schema problems "
+                     f"({run['seconds']:.2f} s)")
+    return StageResult("runtime", status, {"runs": runs}, "\n".join(lines) + "\n", cases)
