@@ -1,0 +1,38 @@
+"""Human and JSON renderings of an audit report (issue 3 output contract)."""
+from __future__ import annotations
+
+import json
+
+from .rules import ERROR
+from .run import AuditReport, LogAudit
+
+
+def _log_line(log: LogAudit) -> str:
+    return (f"{log.path}: {log.events} events, surface {len(log.surface_nodes)} nodes, generation {log.generation}, "
+            f"{len(log.replacements)} replacements, policy {log.policy or 'dsh defaults'}")
+
+
+def _finding_line(f) -> str:
+    seq = "-" if f.seq is None else str(f.seq)
+    known = f"  [known: {f.known}]" if f.known else ""
+    return f"  {f.severity:<7} seq {seq:>6}  {f.rule}: {f.message}{known}"
+
+
+def human(report: AuditReport, verbose: bool = False) -> str:
+    """One line per log with findings (every log with ``verbose``), its findings, then the summary."""
+    lines = []
+    for log in report.logs:
+        if log.findings or verbose:
+            lines.append(_log_line(log))
+            lines.extend(_finding_line(f) for f in log.findings)
+    counts = report.counts()
+    lines.append(f"audit: {counts['logs']} logs, {counts['errors']} errors, {counts['warnings']} warnings "
+                 f"({counts['known']} known, listed in surfacecheck/audit/known_findings.json)"
+                 + ("" if not report.unreadable else f", {len(report.unreadable)} unreadable inputs"))
+    if report.logs and not any(f.severity == ERROR for log in report.logs for f in log.findings):
+        lines.append("audit: no error-severity finding")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(report: AuditReport) -> str:
+    return json.dumps(report.to_json(), indent=1) + "\n"
