@@ -164,7 +164,7 @@ def decode_record(record: Any) -> list[Event]:
     if not isinstance(record, dict):
         raise ValueError(f"record is not a JSON object (got {js_stringify(record)[:40]})")
     tag = record.get("type")
-    if tag in ROW_TAGS:
+    if isinstance(tag, str) and tag in ROW_TAGS:
         return _expand_row(tag, record)
     problem = _envelope_problem(record)
     if problem:

@@ -64,14 +64,20 @@ class ReplayResult:
 
 
 class _BoundedLookup:
-    """Earlier events the folds may still read: current surface nodes and the open step's chunks."""
+    """Earlier events the folds may still read: current surface nodes and the open step's chunks.
+
+    Earlier steps' chunks are kept only as (turn, step) for the meter's message, and only those of
+    the previous step, so memory stays bounded by the surface (an older citation is still refused
+    by the meter). Chunk data of any shape is tolerated (a corrupt log is reported, not crashed on)."""
 
     def __init__(self) -> None:
         self.nodes: dict[int, Event] = {}
         self.chunks: dict[int, Event] = {}
-        self.stale: dict[int, tuple] = {}  # earlier steps' chunks: only (turn, step), for the meter's message
+        self.stale: dict[int, tuple] = {}  # the previous step's chunks: only (turn, step)
 
     def __call__(self, seq: int) -> Event | None:
+        if not isinstance(seq, int):
+            return None
         found = self.nodes.get(seq) or self.chunks.get(seq)
         if found is None and seq in self.stale:
             turn, step = self.stale[seq]
@@ -80,8 +86,8 @@ class _BoundedLookup:
 
     def remember(self, event: Event, surface: Surface, shadowed: tuple[int, ...]) -> None:
         if event.type == "step/start":
-            for seq, chunk in self.chunks.items():
-                self.stale[seq] = (chunk.data.get("turn"), chunk.data.get("step"))
+            self.stale = {seq: (_field(chunk.data, "turn"), _field(chunk.data, "step"))
+                          for seq, chunk in self.chunks.items()}
             self.chunks.clear()
         elif event.type == "assistant/chunk":
             self.chunks[event.seq] = event
@@ -89,6 +95,10 @@ class _BoundedLookup:
             self.nodes.pop(seq, None)
         if surface.nodes and surface.nodes.count(event.seq):
             self.nodes[event.seq] = event
+
+
+def _field(data, key: str):
+    return data.get(key) if isinstance(data, dict) else None
 
 
 def replay(events: Iterable[Event], *, check_shapes: bool = False) -> ReplayResult:
