@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from . import __version__
 from .check import (
     DEFAULT_REPORT_DIR,
+    DEFAULT_RUNTIME,
     EXIT_INCONCLUSIVE,
     EXIT_OK,
     EXIT_USAGE,
@@ -49,8 +50,19 @@ Prints a summary table and the violations (or, with --json, exactly one JSON doc
 stdout and progress on stderr, and writes {REPORT_FILE} and {JUNIT_FILE} (one test case per
 log) into the report directory.
 
-Runtimes: only 'model' (the reference model in this package) is available in this version;
-'embedded' and 'cmd:COMMAND' are planned and exit {EXIT_USAGE} with "not available yet".
+Then it runs every capability stage against the chosen runtime (--only/--skip select them):
+  runtime   protocol conformance (a sample session through every op, results checked against
+            their JSON Schemas and the model's) and, for a runtime other than the model, every
+            scenario and corpus log appended event by event and compared with the model;
+  audit     every log audited rule by rule (surfacecheck audit);
+  verify    the Hypothesis lockstep machines at every level, CI profile (surfacecheck verify);
+  prove     the Z3 obligations and their negative controls (surfacecheck prove);
+  explore   bounded exhaustive model checking at small bounds (surfacecheck explore);
+  bench     the per-append cost model of the pressure projection (surfacecheck bench).
+
+Runtimes: embedded (default: the suite's own independent runtime), model (the reference model
+behind the protocol), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or
+dies makes the run inconclusive, exit {EXIT_INCONCLUSIVE}). The logs are always judged by the model.
 
 The corpus is --corpus DIR, else ${ENV_VAR}, else <checkout>/../shared/corpus; if none is
 found only the scenario logs are checked."""
@@ -83,9 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--runtime",
         type=_runtime,
-        default="model",
+        default=DEFAULT_RUNTIME,
         metavar="RUNTIME",
-        help="what to check: model (default; the only one available yet), embedded or cmd:COMMAND (planned)",
+        help="what to check: embedded (default), model or cmd:COMMAND",
     )
     check.add_argument("--json", action="store_true", help="print exactly one JSON document (the report) on stdout")
     check.add_argument(

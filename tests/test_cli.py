@@ -44,7 +44,7 @@ def test_top_level_help_lists_check_and_exit_codes():
 def test_check_help_explains_options_runtimes_and_exit_codes():
     proc = run_cli("check", "--help")
     assert proc.returncode == 0, proc.stderr
-    for text in ("--runtime", "--json", "--report-dir", "--corpus", "SURFACECHECK_CORPUS", "not available yet", "exit codes"):
+    for text in ("--runtime", "--json", "--report-dir", "--corpus", "SURFACECHECK_CORPUS", "cmd:COMMAND", "embedded (default", "exit codes"):
         assert text in proc.stdout
 
 
@@ -58,8 +58,7 @@ def test_no_command_is_a_usage_error():
     ("runtime", "message"),
     [
         ("bogus", "unknown runtime 'bogus'"),
-        ("embedded", "not available yet"),
-        ("cmd:./my-runtime", "not available yet"),
+        ("nodel", "unknown runtime 'nodel'"),
         ("cmd:", "needs a command"),
     ],
 )
@@ -73,9 +72,9 @@ def test_unavailable_runtime_exits_2_with_a_message(tmp_path, runtime, message):
 
 def test_run_check_rejects_a_bad_runtime_directly():
     out, err = io.StringIO(), io.StringIO()
-    assert run_check("embedded", json_out=True, out=out, err=err) == 2
+    assert run_check("bogus", json_out=True, out=out, err=err) == 2
     assert json.loads(out.getvalue())["verdict"] == "error"
-    assert "not available yet" in err.getvalue()
+    assert "unknown runtime 'bogus'" in err.getvalue()
 
 
 def test_missing_corpus_directory_exits_2(tmp_path):
@@ -197,7 +196,7 @@ def test_check_cli_main_uses_run_check(tmp_path, fake_runtime, monkeypatch, caps
     monkeypatch.setattr(check_mod.scenarios, "LOGS_DIR", scenario_dir)
     code = main(["check", "--only", "logs", "--json", "--report-dir", str(tmp_path / "out"), "--corpus", str(_tiny_corpus(tmp_path))])
     assert code == 0
-    assert json.loads(capsys.readouterr().out)["runtime"] == "model"
+    assert json.loads(capsys.readouterr().out)["runtime"] == "embedded"  # the default
 
 
 # -- corpus helpers ------------------------------------------------------------------------------

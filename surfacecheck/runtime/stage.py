@@ -93,4 +93,46 @@ def stage(ctx: CheckContext) -> StageResult:
         lines.append(f"protocol: {spec}: levels {','.join(run['levels'])}, {run['requests']} requests, "
                      f"{len(run['divergences'])} divergences, {len(run['schema_problems'])} schema problems "
                      f"({run['seconds']:.2f} s)")
-    return StageResult("runtime", status, {"runs": runs}, "\n".join(lines) + "\n", cases)
+    summary: dict[str, Any] = {"runs": runs}
+    if ctx.runtime != "model":
+        status = _corpus_equivalence(ctx, status, summary, lines, cases)
+    return StageResult("runtime", status, summary, "\n".join(lines) + "\n", cases)
+
+
+def _corpus_equivalence(ctx: CheckContext, status: str, summary: dict, lines: list, cases: list) -> str:
+    """Every scenario and corpus log, event by event, through the runtime and the model: equal results
+    and equal state at every replacement and at the end (the embedded stage's comparison, any runtime)."""
+    from .embedded.stage import equivalence, log_paths
+
+    try:
+        shared = open_runtime(ctx.runtime)
+    except (RuntimeUnavailable, ValueError) as exc:
+        lines.append(f"corpus equivalence: inconclusive: {exc}")
+        return VIOLATION if status == VIOLATION else INCONCLUSIVE
+
+    def fresh():
+        shared.call("reset", {})
+        return shared
+
+    try:
+        run = equivalence(log_paths(ctx.corpus), fresh)
+    except RuntimeUnavailable as exc:
+        lines.append(f"corpus equivalence ({ctx.runtime}): inconclusive: {str(exc).splitlines()[0]}")
+        cases.append(TestCase(name=f"corpus equivalence ({ctx.runtime})", classname="surfacecheck.runtime",
+                              error=Outcome(message=str(exc).splitlines()[0], type=f"runtime-{exc.kind}", text=str(exc))))
+        return VIOLATION if status == VIOLATION else INCONCLUSIVE
+    finally:
+        shared.close()
+    summary["corpus_equivalence"] = {**run, "divergent": run["divergent"][:MAX_SHOWN]}
+    for d in run["divergent"]:
+        cases.append(TestCase(name=f"{d['source']}/{d['log']}", classname="surfacecheck.runtime.corpus",
+                              failure=Outcome(message=f"seq {d.get('seq')} {d['op']}: {ctx.runtime} differs from the model",
+                                              type="runtime-divergence", text=repr(d)[:2000])))
+    cases.append(TestCase(name=f"{run['logs'] - len(run['divergent'])} logs equivalent to the model",
+                          classname="surfacecheck.runtime.corpus", time=run["seconds"]))
+    lines.append(f"corpus equivalence ({ctx.runtime}): {run['logs']} logs appended event by event, "
+                 f"{len(run['divergent'])} divergent from the model ({run['seconds']:.2f} s)")
+    for d in run["divergent"][:MAX_SHOWN]:
+        lines.append(f"  {d['source']}/{d['log']} seq {d.get('seq')} {d['op']}: expected {str(d.get('expected'))[:200]}, "
+                     f"observed {str(d.get('observed'))[:200]}")
+    return VIOLATION if run["divergent"] else status

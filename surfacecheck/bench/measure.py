@@ -1,0 +1,137 @@
+"""What ``surfacecheck bench`` measures and how it is judged (issue 6 points 2-5).
+
+In-process (``model``, ``embedded``): every variant timed at every size (:mod:`benchmarks.harness`),
+the cost model read off the same run, the projection's state size at two log lengths
+(:mod:`benchmarks.memory`). Over the protocol (``cmd:...`` or a registered variant): one ``bench``
+request; the runtime times its own appends in-process and answers nanoseconds per append per size.
+The gate (``--check``) is :func:`benchmarks.harness.gate`: ratio <= 1.5 and <= 2x the bare pricing.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any, Callable
+
+from benchmarks.costmodel import cost_model_failures, growth
+from benchmarks.harness import BATCH_EVENTS, MAX_FLOOR_FACTOR, MAX_RATIO, Point, Series, gate, run
+from benchmarks.memory import state_bytes
+from benchmarks.variants import EMBEDDED, FLOOR, MODEL, VARIANTS, lookup
+from surfacecheck.runtime.api import ProtocolError, RuntimeUnavailable
+from surfacecheck.runtime.select import open_runtime, runtime_problem
+
+SCHEMA = "surfacecheck-bench/1"
+PROTOCOL_TIMEOUT = 1800.0  # one bench request builds every size in the child
+
+
+def machine() -> dict[str, Any]:
+    """Where the figures were measured: CPU model, CPU count, Python, load average (other work on the box)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"cpu": cpu, "cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(terse=True), "loadavg": [round(x, 2) for x in load] if load else None}
+
+
+def in_process(runtime: str) -> bool:
+    return runtime in ("model", "embedded")
+
+
+def default_variants(runtime: str) -> tuple[str, ...]:
+    return MODEL if runtime == "model" else EMBEDDED
+
+
+def default_gated(runtime: str) -> str:
+    return "model-projection" if runtime == "model" else "projection" if in_process(runtime) else "runtime"
+
+
+def bench_in_process(variant_names: list[str], sizes: list[int], *, seed: int, batch_events: int = BATCH_EVENTS,
+                     memory_events: list[int], progress: Callable[[str], None] | None = None
+                     ) -> tuple[dict[str, Series], dict[str, dict[str, int]]]:
+    """Time every variant at every size, then the state size of each O(1)-expected live variant."""
+    variants = lookup(variant_names)
+    series = run(variants, sizes, seed=seed, batch_events=batch_events, progress=progress)
+    memory: dict[str, dict[str, int]] = {}
+    for v in variants:
+        if v.bulk or v.stateless or not memory_events:
+            continue
+        memory[v.name] = {str(n): state_bytes(v, n, seed=seed, progress=progress) for n in memory_events}
+    return series, memory
+
+
+def bench_protocol(runtime: str, sizes: list[int], appends: int | None) -> dict[str, Series]:
+    """One ``bench`` request to ``runtime``; RuntimeUnavailable / ProtocolError propagate (inconclusive)."""
+    handle = open_runtime(runtime, timeout=PROTOCOL_TIMEOUT)
+    try:
+        args: dict[str, Any] = {"sizes": sizes}
+        if appends is not None:
+            args["appends"] = appends
+        result = handle.call("bench", args)
+    finally:
+        handle.close()
+    return series_from_result(result)
+
+
+def series_from_result(result: dict[str, Any]) -> dict[str, Series]:
+    """A ``bench`` result as series ``runtime`` (and ``bare-pricing`` when it reports a floor)."""
+    if isinstance(result.get("error"), dict):
+        raise RuntimeUnavailable("protocol", f"bench refused: {result['error'].get('message')}")
+    timings = result.get("ns_per_append")
+    if not isinstance(timings, dict) or not timings:
+        raise RuntimeUnavailable("protocol", "bench result has no ns_per_append figures")
+    ops = result.get("ops_per_append") or {}
+    out = {"runtime": _series("runtime", f"runtime ({result.get('variant', 'its projection')})", timings, ops)}
+    floor = result.get("floor_ns_per_append")
+    if isinstance(floor, dict) and floor:
+        out[FLOOR] = _series(FLOOR, VARIANTS[FLOOR].label, floor, {})
+    return out
+
+
+def _series(name: str, label: str, timings: dict, ops: dict) -> Series:
+    try:
+        points = sorted((Point(int(size), 0, float(ns), float(ops[size]) if size in ops else None)
+                         for size, ns in timings.items()), key=lambda p: p.size)
+    except (TypeError, ValueError) as exc:
+        raise RuntimeUnavailable("protocol", f"bench result is malformed: {exc}") from None
+    if any(not p.median_ns > 0 for p in points):
+        raise RuntimeUnavailable("protocol", "bench result has a non-positive time per append")
+    return Series(name, label, "constant", points)
+
+
+def judge(series: dict[str, Series], gated: str, check: bool) -> dict[str, Any]:
+    """The gate's and the cost model's findings (the gate only decides the exit status with ``check``)."""
+    failures = gate(series, gated) if gated in series else [f"no variant {gated!r} was measured"]
+    costed = {name: s for name, s in series.items() if all(p.ops is not None for p in s.points) and s.points}
+    return {
+        "checked": check, "gated": gated, "floor": FLOOR if FLOOR in series else None,
+        "max_ratio": MAX_RATIO, "max_floor_factor": MAX_FLOOR_FACTOR,
+        "held": not failures, "failures": failures,
+        "cost_model": {name: growth(s) for name, s in costed.items()},
+        "cost_model_failures": cost_model_failures(costed) if gated != "runtime" else [],
+    }
+
+
+def build_report(runtime: str, seed: int, sizes: list[int], series: dict[str, Series], memory: dict,
+                 verdict: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
+    status = "violated" if verdict["checked"] and not verdict["held"] else "held" if verdict["checked"] else "measured"
+    return {
+        "schema": SCHEMA, "runtime": runtime, "seed": seed, "sizes": sizes, "machine": host,
+        "verdict": status, "exit_code": 1 if status == "violated" else 0,
+        "variants": {name: s.to_json() for name, s in series.items()},
+        "memory_bytes": memory, "gate": verdict,
+    }
+
+
+def validate_variants(names: list[str]) -> str | None:
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        return f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}"
+    return None
+
+
+__all__ = ["ProtocolError", "RuntimeUnavailable", "runtime_problem", "bench_in_process", "bench_protocol",
+           "build_report", "judge",
+           "machine", "default_gated", "default_variants", "in_process", "validate_variants"]

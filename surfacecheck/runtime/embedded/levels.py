@@ -1,0 +1,220 @@
+"""The compaction and policy levels of the embedded runtime: protocol glue over :mod:`.compaction`,
+:mod:`.transaction`, :mod:`.policy` and :mod:`.seed` (``docs/protocol.md``; spec 6-11, 1.5).
+
+Results carry the spec's result kinds plus ``generation`` (after) and ``appended`` (the event types
+the op wrote). Summary scripts: the op's own ``summaries``, else the standing queue from
+``configure``, else the default text script; the k-th `compaction/start` of the log uses the script
+at its position (so another producer's start shifts the queue exactly as in the reference).
+"""
+from __future__ import annotations
+
+from dataclasses import replace as dc_replace
+from typing import Any
+
+from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
+
+from ..api import ProtocolError
+from ..codec import refusal, require, summary_scripts
+from .compaction import FAULT_KEYS, NO_FAULTS, Faults
+from .policy import COMMAND_TEXTS
+from .seed import reopen
+from .transaction import TxOptions
+
+_CODE_BY_TEXT = {text: code for code, text in COMMAND_TEXTS.items()}
+
+
+class Scripts:
+    """The summarizer stand-in for one op: the script for the n-th `compaction/start` of the log."""
+
+    def __init__(self, tracker, scripts: tuple) -> None:
+        from model.summarizer import SummaryScript
+
+        self.tracker, self.base, self.scripts, self.default = tracker, tracker.starts, scripts, SummaryScript()
+
+    def next(self):
+        """Called right after a `compaction/start` is appended."""
+        index = self.tracker.starts - 1 - self.base
+        return self.scripts[index] if 0 <= index < len(self.scripts) else self.default
+
+
+def parse_faults(args: dict) -> Faults:
+    """Optional ``faults {fail_appends, flush_fails, cancel_during_flush}`` (spec 8.3, 11.2)."""
+    obj = args.get("faults")
+    if obj is None:
+        return NO_FAULTS
+    if not isinstance(obj, dict) or set(obj) - {"fail_appends", "flush_fails", "cancel_during_flush"}:
+        raise ProtocolError("bad-args", "faults is {fail_appends?: [...], flush_fails?: bool, cancel_during_flush?: bool}")
+    fail = obj.get("fail_appends") or []
+    if not isinstance(fail, list) or any(item not in FAULT_KEYS for item in fail):
+        raise ProtocolError("bad-args", f"faults.fail_appends entries must be among {list(FAULT_KEYS)}")
+    return Faults(frozenset(fail), bool(obj.get("flush_fails", False)), bool(obj.get("cancel_during_flush", False)))
+
+
+def failure(error) -> dict | None:
+    return None if error is None else refusal(error)["error"]
+
+
+def install(runtime) -> tuple[str, ...]:
+    """Add the compaction and policy ops to ``runtime`` (kept as ``runtime.level_ops``); the levels it supports."""
+    ops = runtime.level_ops = LevelOps(runtime)
+    runtime._ops.update({
+        "select_range": ops.select_range, "prune": ops.prune, "compact": ops.compact,
+        "configure": ops.configure, "pre_step": ops.pre_step, "request_error": ops.request_error,
+        "manual_compact": ops.manual_compact, "reload": ops.reload,
+    })
+    return ("log", "compaction", "policy")
+
+
+class LevelOps:
+    def __init__(self, runtime) -> None:
+        self.rt = runtime
+        self.queue: tuple = ()
+
+    def reset(self) -> None:
+        self.queue = ()
+
+    def _run(self, args: dict, body) -> tuple[Any, dict]:
+        """Run ``body(scripts, faults)`` on the live session; the common result fields."""
+        own = summary_scripts(args)
+        faults = parse_faults(args)
+        tracker = self.rt.tracker
+        scripts = Scripts(tracker, own if own is not None else self.queue)
+        before, starts = len(self.rt.session.log), tracker.starts
+        value = body(scripts, faults)
+        if own is None:
+            self.queue = self.queue[tracker.starts - starts:]
+        return value, {"generation": self.rt.session.generation,
+                       "appended": [event["type"] for event in self.rt.session.log[before:]]}
+
+    # -- compaction level ---------------------------------------------------------------------------
+    def select_range(self, args: dict) -> dict:
+        retain = require(args, "retain_tokens", int)
+        if retain < 0:
+            raise ProtocolError("bad-args", "retain_tokens must be a non-negative integer")
+        try:
+            span = self.rt.compaction_class(self.rt).select_range(retain)
+        except ModelError as exc:
+            return refusal(exc)
+        return {"range": None if span is None else {"start": span[0], "end": span[1]}}
+
+    def prune(self, args: dict) -> dict:
+        from model.prune_content import resolve_pruner_config
+
+        try:
+            config = resolve_pruner_config(require(args, "pruner", dict, optional=True, default={}))
+        except ModelError as exc:
+            return refusal(exc)
+        (pruned, error), common = self._run(args, lambda _scripts, faults: self.rt.compaction_class(self.rt).prune(config, faults))
+        kind = "failed" if error is not None else ("pruned" if pruned else "none")
+        return {"kind": kind, "pruned": pruned, "failure": failure(error), **common}
+
+    def compact(self, args: dict) -> dict:
+        start, end = require(args, "start", int), require(args, "end", int)
+        manual = require(args, "manual", bool, optional=True, default=False)
+        aborted = require(args, "aborted", bool, optional=True, default=False)
+        options = TxOptions(manual=manual)
+        try:
+            outcome, common = self._run(args, lambda scripts, faults: self.rt.transaction_class(self.rt, scripts, faults).run(
+                start, end, options, aborted))
+        except ModelError as exc:
+            return refusal(exc)
+        return {"kind": result_kind(outcome.error, bool(common["appended"])), "result": outcome.result,
+                "failure": failure(outcome.error), "aborted": outcome.aborted, **common}
+
+    # -- policy level -------------------------------------------------------------------------------
+    def configure(self, args: dict) -> dict:
+        from model.config import RuntimePolicy
+
+        try:
+            policy = RuntimePolicy.from_json(require(args, "policy", dict, optional=True, default={}))
+        except ModelError as exc:
+            return refusal(exc)
+        if "context_window" in args:
+            window = args["context_window"]
+            if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
+                raise ProtocolError("bad-args", "context_window must be an integer or null")
+            policy = dc_replace(policy, context_window=window)
+        route = require(args, "route", dict, optional=True)
+        capacity = None
+        if route is not None:
+            if not isinstance(route.get("provider"), str) or not isinstance(route.get("model"), str):
+                raise ProtocolError("bad-args", "route is {provider, model}")
+            capacity = {(route["provider"], route["model"]): policy.context_window}
+            policy = dc_replace(policy, context_window=None)
+        queue = summary_scripts(args)
+        self.rt.engine.policy, self.rt.engine.capacity = policy, capacity
+        self.queue = queue or ()
+        return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}
+
+    def pre_step(self, args: dict) -> dict:
+        engine = self.rt.engine
+        if not engine.policy.compaction.auto:
+            return {"kind": "disabled", "result": None, "failure": None, "generation": self.rt.session.generation,
+                    "appended": []}
+        try:
+            outcome, common = self._run(args, lambda scripts, faults: engine.pressure(scripts, faults))
+        except ModelError as exc:
+            return refusal(exc)
+        error = outcome.error
+        if error is None:
+            kind = "compacted" if outcome.result is not None else ("pruned" if common["appended"] else "noop")
+        elif isinstance(error, TargetPressureConfigError) and error.target_key in engine.warned:
+            kind = "silent"
+        else:
+            if isinstance(error, TargetPressureConfigError):
+                engine.warned.add(error.target_key)
+            kind = "warned"
+        return {"kind": kind, "result": outcome.result, "failure": failure(error), **common}
+
+    def request_error(self, args: dict) -> dict:
+        code = require(args, "code", str)
+        aborted = require(args, "aborted", bool, optional=True, default=False)
+        engine = self.rt.engine
+        try:
+            (outcome, retry), common = self._run(args, lambda scripts, faults: engine.request_error(
+                code, scripts, faults, aborted))
+        except ModelError as exc:
+            return refusal(exc)
+        return {"kind": "retry" if retry else "next", "retries": engine.retries, "result": outcome.result,
+                "failure": failure(outcome.error), **common}
+
+    def manual_compact(self, args: dict) -> dict:
+        raw = require(args, "args", str, optional=True, default="")
+        command_id = require(args, "command_id", str, optional=True, default=f"cmd-{self.rt.session.next_seq}")
+        aborted = require(args, "aborted", bool, optional=True, default=False)
+        idle = require(args, "agent_idle", bool, optional=True, default=True)
+        try:
+            result, common = self._run(args, lambda scripts, faults: self.rt.engine.compact_command(
+                command_id, raw, scripts, faults, aborted, idle))
+        except ModelError as exc:
+            return refusal(exc)
+        return {"kind": result["kind"], "code": command_code(result), "text": result["text"],
+                "sourceEventSeq": result["sourceEventSeq"], **common}
+
+    def reload(self, args: dict) -> dict:
+        try:
+            session = reopen(self.rt.session.log, self.rt.session_class)
+        except ModelError as exc:
+            return refusal(exc)
+        before = len(self.rt.session.log)
+        self.rt.start_session(session, reopen_engine=True)
+        return {"generation": session.generation, "appended": [event["type"] for event in session.log[before:]]}
+
+
+def result_kind(error, wrote: bool) -> str:
+    """Spec 11.2 kinds: success, the six ManualCompactionError codes, aborted; automatic refused/failed."""
+    if error is None:
+        return "success"
+    if isinstance(error, ManualCompactionError):
+        return error.code
+    if isinstance(error, AbortError):
+        return "aborted"
+    return "failed" if wrote else "refused"
+
+
+def command_code(result: dict) -> str:
+    if result["kind"] == "success":
+        return "nothing" if result["sourceEventSeq"] is None else "success"
+    if result["text"].startswith("Usage:"):
+        return "usage"
+    return _CODE_BY_TEXT.get(result["text"], "aborted")

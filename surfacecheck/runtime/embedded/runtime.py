@@ -1,0 +1,164 @@
+"""`EmbeddedRuntime`: the protocol's log level over the embedded session and its incremental folds.
+
+Every committed event is folded by the incremental meter (spec 4.2) and the O(1) shadow-price
+projection (spec 5.1); the pairing cache (spec 3) refreshes on query. A fold that throws stays
+stuck (spec 4.2 "a failing event remains unread"): ``measure`` then answers the refusal and
+``projection`` a null total with it. Compaction and policy levels are in :mod:`.levels`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from model.errors import ModelError
+
+from ..api import LEVELS, PROTOCOL, ProtocolError, ops_at
+from ..codec import event_kwargs, refusal
+from .compaction import Compactor
+from .meter import IncrementalMeter
+from .pairing import PairingCache
+from .policy import Engine
+from .projection import ShadowPriceProjection
+from .session import EmbeddedSession
+from .tracker import LogTracker
+from .transaction import Transaction
+
+FOLD_ERRORS = (ModelError, KeyError, TypeError, IndexError, AttributeError)
+
+
+def as_model_error(exc: Exception, event: dict) -> ModelError:
+    """A fold's error with its seq; a JS TypeError reading a badly shaped live event is rule ``message-shape``."""
+    if isinstance(exc, ModelError):
+        if exc.seq is None:
+            exc.seq = event.get("seq")
+        return exc
+    return ModelError(f"event at seq {event.get('seq')} ({event.get('type')}) has a shape dsh cannot read: "
+                      f"{type(exc).__name__}: {exc}", seq=event.get("seq"), rule="message-shape")
+
+
+class EmbeddedRuntime:
+    """The independent incremental runtime (`--runtime embedded`). Subclass hooks: see the package docstring."""
+
+    name = "embedded"
+    meter_class = IncrementalMeter
+    projection_class = ShadowPriceProjection
+    pairing_class = PairingCache
+    session_class = EmbeddedSession
+    tracker_class = LogTracker
+    engine_class = Engine
+    compaction_class = Compactor
+    transaction_class = Transaction
+
+    def __init__(self) -> None:
+        self._ops: dict[str, Callable[[dict], dict]] = {
+            "reset": self._reset, "append": self._append, "surface": self._surface, "cuts": self._cuts,
+            "measure": self._measure, "projection": self._projection,
+        }
+        from . import levels  # compaction + policy ops
+
+        self.levels: tuple[str, ...] = levels.install(self)
+        self.engine = self.engine_class(self)
+        self.start_session(self.session_class())
+
+    # -- runtime interface -------------------------------------------------------------------------
+    def hello(self) -> dict[str, Any]:
+        return {"protocol": PROTOCOL, "name": self.name, "levels": list(self.levels)}
+
+    def call(self, op: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+        handler = self._ops.get(op)
+        if handler is None:
+            if any(op in ops_at(level) for level in LEVELS):
+                raise ProtocolError("unsupported-level", f"op {op!r} belongs to a level this runtime does not support")
+            raise ProtocolError("unknown-op", f"unknown op {op!r}")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ProtocolError("bad-args", "args must be a JSON object")
+        return handler(args)
+
+    def close(self) -> None:
+        pass
+
+    # -- state ---------------------------------------------------------------------------------------
+    def start_session(self, session: EmbeddedSession, reopen_engine: bool = False) -> None:
+        """Fresh folds over ``session`` (a new session, or one reopened from its log); listeners attached.
+        ``reopen_engine``: a crash + reload keeps the configuration but starts the engine state afresh."""
+        self.session = session
+        self.meter = self.meter_class()
+        self.projection = self.projection_class()
+        self.pairing = self.pairing_class()
+        self.tracker = self.tracker_class()
+        self.meter_error: ModelError | None = None
+        self.projection_error: ModelError | None = None
+        if reopen_engine:
+            self.engine.reopen()
+        for event in session.log:
+            self._observe(event)
+        session.listeners.append(self._observe)
+
+    def raise_meter_error(self) -> None:
+        """`measure(session)` fails while the meter is stuck (spec 4.2)."""
+        if self.meter_error is not None:
+            raise self.meter_error
+
+    def _observe(self, event: dict) -> None:
+        """The `session/event` observer: advance the meter and the projection (each stuck on its first error)."""
+        if self.meter_error is None:
+            try:
+                self.meter.observe(event)
+            except FOLD_ERRORS as exc:
+                self.meter_error = as_model_error(exc, event)
+        if self.projection_error is None:
+            try:
+                self.projection.observe(event)
+            except FOLD_ERRORS as exc:
+                self.projection_error = as_model_error(exc, event)
+        self.tracker.observe(event)
+        self.engine.observe(event)
+
+    def current_cuts(self) -> list[bool]:
+        """Spec 3 `balanceCache` over the live surface; raises ToolPairingError on a corrupt surface."""
+        surface = self.session.surface
+        return self.pairing.refresh(surface.nodes, surface.generation, self.session.event_at)
+
+    # -- log level (spec 1.3, 2.1, 3, 4.3, 5.1) --------------------------------------------------------
+    def _reset(self, args: dict) -> dict:
+        """A new empty session; the configuration and engine state are discarded too."""
+        self.engine = self.engine_class(self)
+        self.level_ops.reset()
+        self.start_session(self.session_class())
+        return {"generation": 0}
+
+    def _append(self, args: dict) -> dict:
+        if "event" not in args:
+            raise ProtocolError("bad-args", "missing argument 'event'")
+        kwargs = event_kwargs(args["event"])
+        try:
+            event = self.session.append(kwargs["type_"], kwargs["data"], kwargs["surface_op"],
+                                        kwargs["source_event_seqs"], kwargs["time"])
+        except ModelError as exc:
+            return refusal(exc)
+        return {"seq": event["seq"], "generation": self.session.generation}
+
+    def _surface(self, args: dict) -> dict:
+        return {"nodes": list(self.session.surface.nodes), "generation": self.session.generation}
+
+    def _cuts(self, args: dict) -> dict:
+        try:
+            return {"balanced": list(self.current_cuts())}
+        except ModelError as exc:
+            return refusal(exc)
+
+    def _measure(self, args: dict) -> dict:
+        if self.meter_error is not None:
+            return refusal(self.meter_error)
+        m = self.meter.measure()
+        return {"total": m["total"], "prices": self.meter.prices, "surface_tokens": m["surface_tokens"],
+                "baseline": m["baseline"]}
+
+    def _projection(self, args: dict) -> dict:
+        if self.projection_error is not None:
+            return {"total": None, **refusal(self.projection_error)}
+        return {"total": self.projection.running_total}
+
+
+__all__ = ["EmbeddedRuntime"]
