@@ -1,16 +1,126 @@
-"""Command line of ``surfacecheck verify`` (placeholder until the capability lands)."""
+"""Command line of ``surfacecheck verify`` and ``surfacecheck replay`` (issue 4 points 4-5)."""
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import sys
+from pathlib import Path
 
-def _not_yet(args) -> int:
-    sys.stderr.write(f"surfacecheck {args.command}: error: not available yet\n")
-    return 2
+from surfacecheck.runtime.api import LEVELS
+from surfacecheck.runtime.select import DEFAULT_TIMEOUT, runtime_problem
+
+EXITS = """\
+exit codes:
+  0  every property held ({what})
+  1  a violation was found{still}
+  2  bad input or usage{unreadable}
+  3  inconclusive: the runtime hung, exited or broke the protocol (its stderr is shown)
+"""
+
+VERIFY_DESCRIPTION = """\
+Drive a runtime with Hypothesis-generated protocol operations, level by level (log, compaction,
+policy), in lockstep with the reference model: after every step the results and the state
+(surface, generation, cuts, measure, projection) must be equal, and the standard invariants must
+hold (generation counts replaces, projection equals recount when metered, balanced cuts at
+replacement edges, summaries smaller, bracket order, overflow retry only after progress, retries
+within budgets). The regression folder is replayed first. A failure writes a trace (JSON lines)
+and a standalone pytest reproducer, and keeps the trace in the regression folder."""
+
+REPLAY_DESCRIPTION = """\
+Replay a counterexample trace (from verify, prove or explore) against a runtime, in lockstep
+with the model, re-checking the trace's property and the standard invariants."""
+
+
+def _runtime(value: str) -> str:
+    problem = runtime_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def register(commands) -> None:
-    """Add this capability's subcommands to the ``surfacecheck`` parser."""
-    p = commands.add_parser('verify', help='drive a runtime in lockstep with the model under Hypothesis stateful testing', description='drive a runtime in lockstep with the model under Hypothesis stateful testing')
-    p.set_defaults(func=_not_yet)
-    p = commands.add_parser('replay', help='replay a counterexample trace against a runtime; exit 1 while it still fails', description='replay a counterexample trace against a runtime; exit 1 while it still fails')
-    p.set_defaults(func=_not_yet)
+    """Add ``verify`` and ``replay`` to the ``surfacecheck`` parser."""
+    from surfacecheck.verify.profiles import PROFILES
+
+    p = commands.add_parser("verify",
+                            help="drive a runtime in lockstep with the model under Hypothesis stateful testing",
+                            description=VERIFY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog=EXITS.format(what="at every level run", still="", unreadable=" (unknown runtime)"))
+    p.add_argument("--runtime", type=_runtime, default="embedded", metavar="RUNTIME",
+                   help="model, embedded (default), cmd:COMMAND, or a variant BASE:VARIANT")
+    p.add_argument("--level", choices=LEVELS, default=None,
+                   help="one level only (default: every level the runtime supports)")
+    p.add_argument("--profile", choices=sorted(PROFILES), default=None,
+                   help="ci (default when CI is set: bounded, fixed seed), dev (default otherwise), deep, "
+                        "or smoke (a few seconds)")
+    p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (printed; ci uses a fixed one)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    p.add_argument("--trace-dir", default="reports/out/traces", metavar="DIR",
+                   help="where traces go (default: %(default)s)")
+    p.add_argument("--regressions", default=None, metavar="DIR",
+                   help="regression folder replayed first and where new traces are kept "
+                        "(default: properties/regressions)")
+    p.add_argument("--no-save", action="store_true", help="do not keep new traces in the regression folder")
+    p.add_argument("--no-shrink", action="store_true", help="report the first failing example unshrunk (faster)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
+    p.set_defaults(func=run_verify_command)
+
+    p = commands.add_parser("replay",
+                            help="replay a counterexample trace against a runtime; exit 1 while it still fails",
+                            description=REPLAY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog=EXITS.format(what="the recorded violation is gone", still=" (the failure persists)",
+                                                unreadable=" (unreadable trace, unknown runtime or property)"))
+    p.add_argument("trace", metavar="TRACE", help="a trace file (surfacecheck-trace/1 JSON lines)")
+    p.add_argument("--runtime", type=_runtime, default=None, metavar="RUNTIME",
+                   help="runtime to replay against (default: the one the trace names)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
+    p.set_defaults(func=run_replay_command)
+
+
+def _usage(args, message: str) -> int:
+    if args.json:
+        print(json.dumps({"verdict": "error", "exit_code": 2, "error": message}))
+    sys.stderr.write(f"surfacecheck {args.command}: error: {message}\n")
+    return 2
+
+
+def run_verify_command(args) -> int:
+    from surfacecheck.verify.run import REGRESSIONS, verify
+
+    profile = args.profile or ("ci" if os.environ.get("CI") else "dev")
+    regressions = Path(args.regressions) if args.regressions else REGRESSIONS
+    try:
+        report = verify(args.runtime, level=args.level, profile=profile, seed=args.seed,
+                        trace_dir=Path(args.trace_dir), regressions=regressions, save_regressions=not args.no_save,
+                        timeout=args.timeout, command="surfacecheck " + " ".join(sys.argv[1:]),
+                        shrink=not args.no_shrink)
+    except ValueError as exc:
+        return _usage(args, str(exc))
+    except OSError as exc:
+        return _usage(args, f"cannot write traces: {exc}")
+    print(json.dumps(report.to_json()) if args.json else report.text())
+    return report.exit_code
+
+
+def run_replay_command(args) -> int:
+    from surfacecheck.trace import TraceError, read_trace
+    from surfacecheck.verify.replay import replay_trace
+
+    try:
+        trace = read_trace(args.trace)
+    except TraceError as exc:
+        return _usage(args, str(exc))
+    try:
+        outcome = replay_trace(trace, args.runtime, timeout=args.timeout)
+    except (ValueError, KeyError) as exc:
+        return _usage(args, f"{args.trace}: {exc.args[0] if exc.args else exc}")
+    if args.json:
+        print(json.dumps({"command": "replay", "trace": args.trace, **outcome.to_json()}))
+    else:
+        print(f"replay {args.trace} ({len(trace.steps)} steps, {trace.level} level) on {outcome.runtime}: "
+              f"{outcome.describe()}")
+        if outcome.stderr:
+            print("runtime stderr:\n" + outcome.stderr.strip()[-1500:])
+    return outcome.exit_code

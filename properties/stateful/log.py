@@ -1,0 +1,213 @@
+"""Level ``log``: append dsh events and compare surface, generation, cuts, measure and projection
+after every step (spec 1.3-1.4, 2, 3, 4, 5).
+
+Rules append what a dsh agent loop writes (turns, steps, prompts, assistant messages with tool
+calls, results citing their call, request headers, log-only events) and what the two metering
+producers write (prune + rewrite, summary + checkpoint), priced exactly or not, adjacent or with
+an intervening event; plus unpriced replacements and appends the session must refuse.
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, consumes, multiple, precondition, rule
+
+from . import events as ev
+from .base import LockstepMachine
+
+
+class LogMachine(LockstepMachine):
+    level = "log"
+    open_calls = Bundle("open_calls")
+
+    def __init__(self) -> None:
+        self.turn = 0
+        self.step = 0
+        self.turn_open = False
+        self.step_open = False
+        self.answered = False
+        self.calls: dict[str, int] = {}  # call id -> tool/call seq
+        super().__init__()
+
+    # -- the agent loop's events (spec 1.2, 13) ------------------------------------------------------
+    @rule(model=st.sampled_from(ev.MODELS), system=st.one_of(st.none(), ev.texts))
+    def request_header(self, model, system):
+        self.append(ev.header(model, system, "initial"), f"request/header {ev.PROVIDER}/{model}")
+
+    @precondition(lambda self: not self.step_open)
+    @rule()
+    def begin_step(self):
+        if not self.turn_open:
+            self.turn += 1
+            self.step = 0
+            self.append({"type": "turn/start", "data": {"turn": self.turn}}, f"turn/start {self.turn}")
+            self.turn_open = True
+        self.before_step()
+        self.step += 1
+        self.append({"type": "step/start", "data": {"turn": self.turn, "step": self.step}},
+                    f"step/start {self.turn}/{self.step}")
+        self.step_open, self.answered = True, False
+        self.after_step_start()
+
+    def before_step(self) -> None:
+        """Hook: what the agent loop runs between the turn's start and `step/start` (spec 13)."""
+
+    def after_step_start(self) -> None:
+        """Hook: what the agent loop enters after `step/start` (spec 13, D9)."""
+
+    @precondition(lambda self: self.step_open)
+    @rule(close_turn=st.booleans())
+    def end_step(self, close_turn):
+        self.append({"type": "step/end", "data": {"turn": self.turn, "step": self.step}},
+                    f"step/end {self.turn}/{self.step}")
+        self.step_open = False
+        if close_turn:
+            self.append({"type": "turn/end", "data": {"turn": self.turn, "reason": {"kind": "completed"}}},
+                        f"turn/end {self.turn}")
+            self.turn_open = False
+
+    @rule(text=ev.any_texts)
+    def user_message(self, text):
+        self.append(ev.user_message(text, self.fresh("u")), "user/message: a prompt on the surface")
+
+    @precondition(lambda self: self.step_open and not self.answered)
+    @rule(target=open_calls, text=st.one_of(st.none(), ev.texts), calls=st.integers(0, 3),
+          usage=st.one_of(st.none(), ev.usage_strategy))
+    def assistant_message(self, text, calls, usage):
+        ids = [self.fresh("call") for _ in range(calls)]
+        self.append(ev.assistant_message(self.turn, self.step, self.fresh("a"), text, ids, usage),
+                    f"assistant/message with {calls} tool call(s){' and usage' if usage else ''}")
+        self.answered = True
+        return multiple(*ids)
+
+    @rule(call=consumes(open_calls), text=ev.any_texts)
+    def tool_result(self, call, text):
+        turn, step = self.turn, self.step
+        call_seq = self.append(ev.tool_call(turn, step, call), f"tool/call {call}")
+        if call_seq is not None:
+            self.append(ev.tool_result(turn, step, self.fresh("r"), call, text, call_seq),
+                        f"tool/result for {call} citing tool/call {call_seq}")
+
+    @rule(results=st.lists(ev.any_texts, min_size=1, max_size=3), text=st.one_of(st.none(), ev.texts),
+          usage=st.one_of(st.none(), ev.usage_strategy))
+    def tool_round(self, results, text, usage):
+        """One whole step of the agent loop: step/start, an assistant tool-call message, every call and its
+        result, step/end (spec 13)."""
+        if self.step_open:
+            self.end_step(False)
+        self.begin_step()
+        ids = [self.fresh("call") for _ in results]
+        self.append(ev.assistant_message(self.turn, self.step, self.fresh("a"), text, ids, usage),
+                    f"assistant/message with {len(ids)} tool call(s)")
+        self.answered = True
+        for call, body in zip(ids, results):
+            call_seq = self.append(ev.tool_call(self.turn, self.step, call), f"tool/call {call}")
+            if call_seq is not None:
+                self.append(ev.tool_result(self.turn, self.step, self.fresh("r"), call, body, call_seq),
+                            f"tool/result for {call} citing tool/call {call_seq}")
+        self.end_step(False)
+
+    @rule(which=st.sampled_from(ev.LOG_ONLY))
+    def log_only(self, which):
+        kind, data = which
+        self.append({"type": kind, "data": data}, f"{kind}: log-only, expires any armed claim")
+
+    # -- the metering producers (spec 5.1, 6, 8.2) --------------------------------------------------
+    @rule(pick=st.integers(0, 50), error=st.sampled_from((0, 0, 0, 1, -2)), interloper=st.booleans(),
+          text=ev.texts)
+    def prune_pair(self, pick, error, interloper, text):
+        nodes, prices = self.surface(), self.prices()
+        known = [i for i, seq in enumerate(nodes) if self.events.get(seq, {}).get("type") == "tool/result"]
+        if not known or prices is None:
+            return
+        index = known[pick % len(known)]
+        seq = nodes[index]
+        price = prices[index] + error
+        self.append(ev.metering("compaction/prune", seq, seq, [seq], price),
+                    f"compaction/prune: shadow price {price} armed for {seq}-{seq}"
+                    f"{'' if error == 0 else ' (mispriced)'}")
+        if interloper:
+            self.append({"type": "agent/status", "data": {"status": "busy"}}, "an intervening log-only event")
+        self.append(ev.rewritten_result(self.events[seq], text, seq), f"tool/result rewrite of {seq}")
+
+    @rule(a=st.integers(0, 50), b=st.integers(0, 50), priced=st.booleans(), bracket=st.booleans(),
+          summary=ev.texts, claim_shift=st.sampled_from((0, 0, 0, 1)))
+    def summary_pair(self, a, b, priced, bracket, summary, claim_shift):
+        nodes, prices = self.surface(), self.prices()
+        if not nodes:
+            return
+        i, j = sorted((a % len(nodes), b % len(nodes)))
+        start, end, shadowed = nodes[i], nodes[j], nodes[i:j + 1]
+        cid = self.fresh("c")
+        if bracket:
+            self.append({"type": "compaction/start", "data": {"compactionId": cid, "turn": None}}, "compaction/start")
+        cites = list(shadowed)
+        if priced and prices is not None:
+            tokens = sum(prices[i:j + 1])
+            claimed = nodes[min(j + claim_shift, len(nodes) - 1)]
+            seq = self.append(ev.metering("compaction/summary", start, claimed, shadowed, tokens, cid),
+                              f"compaction/summary: shadow price {tokens} for {start}-{claimed}")
+            cites = ([seq] if seq is not None else []) + cites
+        self.append(ev.checkpoint(self.fresh("u"), summary, start, end, cites, cid),
+                    f"checkpoint replaces positions {i}..{j}")
+        if bracket:
+            self.append({"type": "compaction/end", "data": {"compactionId": cid, "turn": None}}, "compaction/end")
+
+    # -- appends the session refuses (spec 1.3-1.4) --------------------------------------------------
+    @rule(kind=st.sampled_from(("missing-start", "op-on-log-only", "no-marker", "future-cite")))
+    def refused_append(self, kind):
+        nxt = max(self.events, default=-1) + 1000
+        if kind == "missing-start":
+            event = ev.checkpoint(self.fresh("u"), "x", nxt, nxt, [], "x")
+            del event["sourceEventSeqs"]
+        elif kind == "op-on-log-only":
+            event = {"type": "agent/status", "data": {"status": "busy"}, "surfaceOp": "append"}
+        elif kind == "future-cite":
+            event = {**ev.user_message("x", self.fresh("u")), "sourceEventSeqs": [nxt]}
+        else:
+            event = {"type": "user/message", "data": {"id": self.fresh("u"), "role": "user", "content": [],
+                                                      "source": {"kind": "user"}}}
+        self.append(event, f"an append the session must refuse ({kind})")
+
+    @precondition(lambda self: self.surface_size >= 2)
+    @rule(kind=st.sampled_from(("reversed", "uncited-shadow", "duplicate-cite", "rewrite-meta")), pick=st.integers(0, 50))
+    def refused_replace(self, kind, pick):
+        """Replacements dsh refuses: reversed span, uncited shadowed node, duplicate citation, a tool/result
+        rewrite that changes more than content (spec 1.4 steps 3-5)."""
+        nodes = self.surface()
+        i = pick % (len(nodes) - 1)
+        results = [s for s in nodes if self.events.get(s, {}).get("type") == "tool/result"]
+        if kind == "reversed":
+            event = ev.checkpoint(self.fresh("u"), "x", nodes[i + 1], nodes[i], list(nodes), "x")
+        elif kind == "uncited-shadow":
+            event = ev.checkpoint(self.fresh("u"), "x", nodes[i], nodes[i + 1], [nodes[i]], "x")
+        elif kind == "rewrite-meta" and results:
+            seq = results[pick % len(results)]
+            event = ev.rewritten_result(self.events[seq], "x", seq)
+            event["data"] = {**event["data"], "step": event["data"]["step"] + 1}
+        else:
+            event = {**ev.user_message("x", self.fresh("u")), "sourceEventSeqs": [nodes[i], nodes[i]]}
+        self.append(event, f"a replacement the session must refuse ({kind})")
+
+    @precondition(lambda self: self.surface_size >= 2)
+    @rule(pick=st.integers(0, 50), text=ev.texts)
+    def misclaimed_replace(self, pick, text):
+        """A shadow price armed for one span, then a replace of another: the claim fold must throw (spec 5.1)."""
+        nodes, prices = self.surface(), self.prices()
+        if prices is None:
+            return
+        i = pick % (len(nodes) - 1)
+        self.append(ev.metering("compaction/summary", nodes[i], nodes[i + 1], nodes[i:i + 2],
+                                sum(prices[i:i + 2]), "m"), f"compaction/summary priced for {nodes[i]}-{nodes[i + 1]}")
+        self.append({**ev.user_message(text, self.fresh("u")), "surfaceOp": {"op": "replace", "start": nodes[i],
+                                                                            "end": nodes[i]},
+                     "sourceEventSeqs": [nodes[i]]}, f"but a replace of {nodes[i]}-{nodes[i]} follows")
+
+    @rule(a=st.integers(0, 50), b=st.integers(0, 50), text=ev.texts)
+    def unpriced_replace(self, a, b, text):
+        nodes = self.surface()
+        if not nodes:
+            return
+        i, j = sorted((a % len(nodes), b % len(nodes)))
+        self.append({**ev.user_message(text, self.fresh("u")), "surfaceOp": {"op": "replace", "start": nodes[i],
+                                                                            "end": nodes[j]},
+                     "sourceEventSeqs": nodes[i:j + 1]}, f"unpriced replace of positions {i}..{j} (neutral)")

@@ -1,0 +1,121 @@
+"""Level ``policy``: the pressure listener at pre-step, overflow recovery, ``/compact`` and crash +
+reload, under a generated runtime policy and context window (spec 9, 10.2, 11, 1.5).
+
+Each example configures a policy (the corpus ``policies/*.json`` shape) with a small window so
+pressure is reached within a few prompts, routes the session with a ``request/header``, then
+interleaves the log machine's events with the listeners.
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, rule
+
+from . import events as ev
+from .log import LogMachine
+
+policies = st.builds(
+    lambda ratio, retain, retries, overflow, prune, auto: {
+        "thresholdRatio": ratio, **({} if retain is None else {"retainTokens": retain}),
+        "compactionRetries": retries, "maxOverflowRetries": overflow, "maxTokens": 512, "auto": auto,
+        **({"toolResultPruner": {"thresholdChars": 200, "headChars": 60, "tailChars": 40}} if prune else {})},
+    st.sampled_from((0.5, 0.8, 0.99)), st.one_of(st.none(), st.integers(0, 150)), st.integers(0, 2),
+    st.integers(0, 2), st.booleans(), ev.weighted(st.just(True), st.just(False), 6))
+
+
+class PolicyMachine(LogMachine):
+    level = "policy"
+
+    @initialize(policy=policies, window=st.integers(200, 1200), routed=st.booleans(), queue=st.booleans())
+    def configure(self, policy, window, routed, queue):
+        args = {"policy": policy, "context_window": window}
+        if routed:
+            args["route"] = {"provider": ev.PROVIDER, "model": ev.MODELS[0]}
+        if queue:
+            args["summaries"] = [{"outcome": "text", "ratio": 0.1}, {"outcome": "failure"}]
+        self.do("configure", args, f"policy {policy}, context window {window}")
+        self.append(ev.header(ev.MODELS[0]), f"request/header {ev.PROVIDER}/{ev.MODELS[0]} routes the session")
+
+    @rule(scripts=st.one_of(st.none(), st.lists(ev.summary_scripts, min_size=1, max_size=3)))
+    def pre_step(self, scripts):
+        args = {} if scripts is None else {"summaries": scripts}
+        self.do("pre_step", args, "agent/pre-step: the pressure listener (compactIfNeeded 'pressure')")
+
+    def before_step(self) -> None:
+        """Every step starts with the `agent/pre-step` waterfall, where pressure runs (spec 9.3, 13); the
+        runtime-context candidate is computed before it (spec 12) and entered after `step/start` (D9)."""
+        candidate = self._context_candidate()
+        self.do("pre_step", {}, "agent/pre-step before step/start: the pressure listener")
+        self.pending_snapshot = candidate
+
+    def after_step_start(self) -> None:
+        text, self.pending_snapshot = getattr(self, "pending_snapshot", None), None
+        if text is not None:
+            seq = self.append(ev.context_snapshot(text, self.fresh("ctx")), "runtime-context snapshot (spec 12)")
+            self.retained = None if seq is None else (seq, text)
+
+    def _context_candidate(self) -> str | None:
+        """`project(current)` (spec 12): the snapshot text to enter, or None when the retained one is visible."""
+        sections = getattr(self, "sections", ())
+        retained = getattr(self, "retained", None)
+        if retained is not None and retained[0] not in self.surface():
+            retained = self.retained = None  # shadowed by a replacement
+        if retained is None and not sections and not getattr(self, "ever", False):
+            return None
+        self.ever = True
+        text = ev.context_text(sections)
+        return None if retained is not None and retained[1] == text else text
+
+    @rule(sections=st.lists(st.sampled_from(("sandbox: read-only", "sandbox: workspace-write", "cwd: /repo",
+                                             "network: off")), max_size=2, unique=True))
+    def change_context(self, sections):
+        """The active runtime-context sections change (sandbox policy, cwd): the next step re-snapshots."""
+        self.sections = tuple(sections)
+
+    @rule(overflow=ev.weighted(st.just(True), st.just(False), 5),
+          scripts=st.one_of(st.none(), st.lists(ev.summary_scripts, min_size=1, max_size=2)), aborted=ev.rarely)
+    def request_error(self, overflow, scripts, aborted):
+        args: dict = {"code": ev.OVERFLOW_CODE if overflow else "RATE_LIMITED"}
+        if scripts is not None:
+            args["summaries"] = scripts
+        if aborted:
+            args["aborted"] = True
+        self.do("request_error", args, f"agent/request-error {args['code']}")
+
+    @rule(words=st.sampled_from(("", "", "now", "please keep the plan")), script=ev.summary_scripts,
+          aborted=ev.rarely)
+    def manual_compact(self, words, script, aborted):
+        args = {"args": words, "summary": script}
+        if aborted:
+            args["aborted"] = True
+        self.do("manual_compact", args, f"/compact {words}".strip())
+
+    @rule()
+    def reload(self):
+        self.do("reload", {}, "crash and reopen from the log (session/end-seed)")
+
+    @rule()
+    def idle(self):
+        self.append({"type": "agent/status", "data": {"status": "idle"}}, "agent/status idle (overflow count reset)")
+
+    @rule(texts=st.lists(ev.long_texts, min_size=2, max_size=4))
+    def prompt_burst(self, texts):
+        """Several long prompts: pressure builds and a compactable, balanced head appears (spec 7)."""
+        for text in texts:
+            self.append(ev.user_message(text, self.fresh("u")), "user/message: a long prompt")
+
+    # The log machine's wild replacements (arbitrary spans, refused appends) would leave corrupt
+    # surfaces that no dsh producer writes; the policy level keeps to what the agent loop writes.
+    def unpriced_replace(self, *args):  # noqa: D102 - not a rule here
+        raise NotImplementedError
+
+    def summary_pair(self, *args):  # noqa: D102 - not a rule here
+        raise NotImplementedError
+
+    def refused_append(self, *args):  # noqa: D102 - not a rule here
+        raise NotImplementedError
+
+    def refused_replace(self, *args):  # noqa: D102 - not a rule here
+        raise NotImplementedError
+
+    def misclaimed_replace(self, *args):  # noqa: D102 - not a rule here
+        raise NotImplementedError

@@ -1,0 +1,184 @@
+"""Lockstep: run each protocol request on the runtime under test and on the reference model, and
+report the first divergence of result or state (issue 4 point 3) as a trace :class:`Violation`.
+
+After every step the two runtimes are asked the read-only state queries of level ``log`` —
+``surface`` (nodes and replaceGeneration, spec 2.1), ``cuts`` (the N+1 tool-pairing cuts, spec 3),
+``measure`` (policy measurement, spec 4.3) and ``projection`` (the O(1) shadow-price total, spec
+5.1) — and their answers must be equal. Monitors (``properties/monitors.py``) then watch the
+runtime under test alone. Property names of divergences are ``lockstep-<what>``.
+
+Spec-level refusals are compared by ``type``, ``rule`` and ``seq`` only: the message text is
+dsh's prose and two implementations may word it differently (spec "Conventions": reproduce the
+class of failure).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
+from surfacecheck.trace import Step, Violation
+
+STATE_QUERIES = ("surface", "cuts", "measure", "projection")
+LOCKSTEP_PREFIX = "lockstep-"
+RUNTIME_EXCEPTION = "runtime-exception"
+IGNORED_RESULT_KEYS = frozenset({"labels", "elapsed", "time_ns"})
+
+
+def is_lockstep_property(name: str) -> bool:
+    return name.startswith(LOCKSTEP_PREFIX)
+
+
+ERROR_KEYS = ("error", "failure")
+
+
+def normalize(value: Any) -> Any:
+    """A result as compared: error / failure objects reduced to type/rule/seq, bookkeeping keys dropped."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in IGNORED_RESULT_KEYS:
+                continue
+            if key in ERROR_KEYS and isinstance(item, dict):
+                out[key] = {k: item.get(k) for k in ("type", "rule", "seq")}
+            else:
+                out[key] = normalize(item)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [normalize(v) for v in value]
+    return value
+
+
+def is_error(result: Any) -> bool:
+    return isinstance(result, dict) and isinstance(result.get("error"), dict)
+
+
+class StepQuery:
+    """``query(op, args)`` for monitors: read-only questions about the state after one step,
+    answered once per step (several monitors ask the same)."""
+
+    def __init__(self, runtime: Runtime, preset: dict[str, dict] | None = None):
+        self._runtime = runtime
+        self._cache: dict[str, dict] = dict(preset or {})
+
+    def __call__(self, op: str, args: dict | None = None) -> dict:
+        args = args or {}
+        key = op if not args else f"{op}:{sorted(args.items())!r}"
+        if key not in self._cache:
+            self._cache[key] = call_runtime(self._runtime, op, args)
+        return self._cache[key]
+
+
+def call_runtime(runtime: Runtime, op: str, args: dict) -> dict:
+    """One request; a Python exception inside an in-process runtime is reported as a result-shaped
+    crash so it becomes a violation (a :class:`RuntimeUnavailable` still propagates: inconclusive)."""
+    try:
+        result = runtime.call(op, args)
+    except RuntimeUnavailable:
+        raise
+    except ProtocolError as exc:  # a request the runtime's protocol layer rejects: compared like a result
+        return {"protocol_error": {"type": exc.type}}
+    except Exception as exc:  # an in-process runtime's own bug
+        return {"__crash__": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(result, dict):
+        return {"__crash__": f"result is not an object: {result!r}"}
+    return result
+
+
+class Lockstep:
+    """Drive ``runtime`` (and ``reference``, unless ``None``) one protocol step at a time.
+
+    ``run(step)`` returns the runtime's result and the first violation of this step (or ``None``);
+    ``steps`` is everything run so far (a trace's body). ``queries`` counts state queries made.
+    """
+
+    def __init__(self, runtime: Runtime, reference: Runtime | None = None, *,
+                 monitors: Iterable = (), state_queries: tuple[str, ...] = STATE_QUERIES, prefer: str | None = None):
+        self.runtime = runtime
+        self.reference = reference
+        self.monitors = list(monitors)
+        self.state_queries = state_queries
+        self.prefer = prefer  # when a step breaks several properties, report this one (a replayed trace's)
+        self.steps: list[Step] = []
+        self.violation: Violation | None = None
+
+    def run(self, step: Step) -> tuple[dict, Violation | None]:
+        self.steps.append(step)
+        number = len(self.steps)
+        observed = call_runtime(self.runtime, step.op, step.args)
+        violation = None
+        if "__crash__" in observed:
+            violation = Violation(RUNTIME_EXCEPTION, f"{step.op} raised {observed['__crash__']}", number,
+                                  None, observed["__crash__"])
+        preset: dict[str, dict] = {}
+        if violation is None and self.reference is not None:
+            expected = call_runtime(self.reference, step.op, step.args)
+            if "__crash__" in expected:
+                raise RuntimeError(f"reference model crashed on step {number} {step.op}: {expected['__crash__']}")
+            violation = _compare(f"{LOCKSTEP_PREFIX}result", number, f"{step.op} result", expected, observed)
+            if violation is None:
+                violation, preset = self._compare_state(number)
+        if "__crash__" not in observed:
+            query = StepQuery(self.runtime, preset)
+            found = [violation] if violation is not None else []
+            for monitor in self.monitors:  # every monitor sees every step (they keep state)
+                try:
+                    seen = monitor.observe(number, step, observed, query)
+                except RuntimeUnavailable:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - an answer of the wrong shape breaks the property
+                    seen = Violation(getattr(monitor, "name", "monitor"), f"step {number}: the runtime's answers "
+                                     f"cannot be read as the protocol says: {type(exc).__name__}: {exc}", number)
+                if seen is not None:
+                    found.append(seen)
+            preferred = [v for v in found if v.property == self.prefer]
+            violation = (preferred or found or [None])[0]
+        if violation is not None and self.violation is None:
+            self.violation = violation
+        return observed, violation
+
+    def _compare_state(self, number: int) -> tuple[Violation | None, dict]:
+        seen: dict[str, dict] = {}
+        for op in self.state_queries:
+            expected = call_runtime(self.reference, op, {})
+            observed = call_runtime(self.runtime, op, {})
+            seen[op] = observed
+            if "__crash__" in observed:
+                return Violation(RUNTIME_EXCEPTION, f"{op} query raised {observed['__crash__']}", number,
+                                 None, observed["__crash__"]), seen
+            name = op
+            if op == "surface" and not is_error(expected) and not is_error(observed) \
+                    and expected.get("nodes") == observed.get("nodes"):
+                name = "generation"
+            violation = _compare(f"{LOCKSTEP_PREFIX}{name}", number, f"state {op} after the step", expected, observed)
+            if violation is not None:
+                return violation, seen
+        return None, seen
+
+
+def _compare(prop: str, number: int, what: str, expected: dict, observed: dict) -> Violation | None:
+    a, b = normalize(expected), normalize(observed)
+    if a == b:
+        return None
+    return Violation(prop, f"step {number}: {what} differs from the model{_first_difference(a, b)}",
+                     number, expected, observed)
+
+
+def _first_difference(a: Any, b: Any, path: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(a) + [k for k in b if k not in a]:
+            if a.get(key, _MISSING) != b.get(key, _MISSING):
+                if key not in a or key not in b:
+                    return f" at {path}.{key} (missing on {'runtime' if key not in b else 'model'})"
+                return _first_difference(a[key], b[key], f"{path}.{key}")
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f" at {path or '.'} (length {len(a)} expected, {len(b)} observed)"
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_difference(x, y, f"{path}[{i}]")
+    return f" at {path or '.'}: expected {a!r}, observed {b!r}"[:300]
+
+
+_MISSING = object()
+
+MonitorFactory = Callable[[], Any]

@@ -1,0 +1,180 @@
+"""One ``verify`` run: replay the regression folder first, then run each level's machine, and write
+a trace + pytest reproducer for every failure (issue 4 points 4-5).
+
+Traces go to ``trace_dir`` as ``verify-<level>-<runtime>-<seed>.jsonl``. A new failure is also
+kept in the regression folder (named by a hash of its steps, so a trace is kept once) and every
+later run replays that folder first: a regression that fails again is a violation at once.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from surfacecheck.runtime.api import RuntimeUnavailable
+from surfacecheck.runtime.select import open_runtime
+from surfacecheck.trace import Trace, TraceError, read_trace, write_trace
+from surfacecheck.verify.replay import ensure_variants, replay_trace
+from surfacecheck.verify.reproducer import write_reproducer
+from surfacecheck.verify.runner import LevelResult, levels_up_to, new_seed, open_reference, run_level
+
+REGRESSIONS = Path(__file__).resolve().parents[2] / "properties" / "regressions"
+
+
+@dataclass
+class VerifyReport:
+    runtime: str
+    profile: str
+    seed: int
+    levels: list[LevelResult] = field(default_factory=list)
+    regressions: list[dict] = field(default_factory=list)
+    traces: list[str] = field(default_factory=list)
+    unavailable: str | None = None
+    stderr: str = ""
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        if any(lv.violation for lv in self.levels) or any(r["verdict"].startswith("failing") for r in self.regressions):
+            return "violation"
+        if self.unavailable or any(lv.unavailable for lv in self.levels) or \
+                any(r["verdict"] == "inconclusive" for r in self.regressions):
+            return "inconclusive"
+        return "ok"
+
+    @property
+    def exit_code(self) -> int:
+        return {"ok": 0, "violation": 1, "inconclusive": 3}[self.status]
+
+    def to_json(self) -> dict:
+        steps = sum(lv.steps for lv in self.levels)
+        secs = sum(lv.seconds for lv in self.levels)
+        return {"command": "verify", "verdict": self.status, "exit_code": self.exit_code, "runtime": self.runtime,
+                "profile": self.profile, "seed": self.seed, "examples": sum(lv.examples for lv in self.levels),
+                "steps": steps, "steps_per_second": round(steps / secs, 1) if secs else 0.0,
+                "seconds": round(self.seconds, 3), "levels": [lv.to_json() for lv in self.levels],
+                "regressions": self.regressions, "traces": self.traces, "unavailable": self.unavailable,
+                "stderr": self.stderr[-2000:] if self.stderr else ""}
+
+    def text(self) -> str:
+        lines = [f"verify: runtime {self.runtime}, profile {self.profile}, seed {self.seed}"]
+        if self.regressions:
+            failing = [r for r in self.regressions if r["verdict"] != "fixed"]
+            lines.append(f"  regressions: {len(self.regressions)} replayed, {len(failing)} not passing")
+            lines += [f"    {r['trace']}: {r['verdict']}: {r['detail']}" for r in failing]
+        for lv in self.levels:
+            lines.append(f"  level {lv.level:<10} {lv.status:<12} {lv.examples} examples, {lv.steps} steps, "
+                         f"{lv.steps_per_second:.0f} steps/s, {lv.seconds:.1f} s")
+            if lv.violation:
+                v = lv.violation
+                lines.append(f"    {v.property} at step {v.step} of {len(lv.trace_steps)}: {v.message}")
+            if lv.unavailable:
+                lines.append(f"    runtime unavailable: {lv.unavailable}")
+                if lv.stderr:
+                    lines.append("    stderr: " + lv.stderr.strip().replace("\n", "\n            ")[-1500:])
+        if self.unavailable:
+            lines.append(f"  runtime unavailable: {self.unavailable}")
+            if self.stderr:
+                lines.append("    stderr: " + self.stderr.strip()[-1500:])
+        lines += [f"  trace: {t}" for t in self.traces]
+        lines.append(f"verdict: {self.status} (exit {self.exit_code})")
+        return "\n".join(lines)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]+", "-", text).strip("-")[:60] or "runtime"
+
+
+def replay_regressions(folder: Path | None, spec: str, levels: list[str], timeout: float,
+                       runtime=None) -> list[dict]:
+    """Replay every ``*.jsonl`` trace of ``folder`` whose level is being verified (issue 4 point 4)."""
+    if folder is None or not folder.is_dir():
+        return []
+    done = []
+    for path in sorted(folder.glob("*.jsonl")):
+        try:
+            trace = read_trace(path)
+        except TraceError as exc:
+            done.append({"trace": str(path), "verdict": "unreadable", "detail": str(exc)})
+            continue
+        if trace.level not in levels:
+            continue
+        try:
+            outcome = replay_trace(trace, spec, runtime=runtime, timeout=timeout)
+        except KeyError as exc:
+            done.append({"trace": str(path), "verdict": "unreadable", "detail": str(exc)})
+            continue
+        done.append({"trace": str(path), "verdict": outcome.verdict, "detail": outcome.describe()})
+    return done
+
+
+def keep_regression(folder: Path, trace: Trace) -> Path:
+    """Store ``trace`` in the regression folder once (file name = hash of level + steps)."""
+    body = json.dumps([trace.level] + [[s.op, s.args] for s in trace.steps], sort_keys=True)
+    digest = hashlib.sha256(body.encode()).hexdigest()[:12]
+    path = folder / f"{trace.level}-{slug(trace.runtime)}-{slug(trace.property)}-{digest}.jsonl"
+    if not path.exists():
+        write_trace(path, trace)
+    return path
+
+
+def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", seed: int | None = None,
+           trace_dir: Path = Path("reports/out/traces"), regressions: Path | None = REGRESSIONS,
+           save_regressions: bool = True, timeout: float = 10.0, err: TextIO = sys.stderr,
+           command: str | None = None, shrink: bool = True) -> VerifyReport:
+    """Run verify; ``ValueError`` for an unknown runtime spelling (usage error)."""
+    ensure_variants()
+    seed = new_seed(profile, seed)
+    report = VerifyReport(runtime_spec, profile, seed)
+    began = time.perf_counter()
+    err.write(f"verify: runtime {runtime_spec}, profile {profile}, seed {seed}\n")
+    runtime = open_runtime(runtime_spec, timeout=timeout)
+    try:
+        try:
+            supported = list(runtime.hello().get("levels", []))
+        except RuntimeUnavailable as exc:
+            report.unavailable, report.stderr = f"{exc.kind}: {exc}", exc.stderr
+            return report
+        levels = levels_up_to(level, supported)
+        missing = [lvl for lvl in levels if lvl not in supported]
+        if missing:
+            report.unavailable = f"unsupported: runtime supports levels {supported}, asked for {missing}"
+            return report
+        report.regressions = replay_regressions(regressions, runtime_spec, levels, timeout, runtime)
+        if any(r["verdict"] == "inconclusive" for r in report.regressions):
+            return report  # the runtime died replaying a regression: nothing more can be concluded
+        reference = open_reference(runtime_spec)
+        for lvl in levels:
+            err.write(f"verify: level {lvl} ...\n")
+            result = run_level(runtime, reference, lvl, profile, seed, shrink)
+            report.levels.append(result)
+            err.write(f"verify: level {lvl}: {result.status}, {result.examples} examples, {result.steps} steps "
+                      f"in {result.seconds:.1f} s\n")
+            if result.violation is not None:
+                trace = Trace("verify", lvl, result.violation.property, tuple(result.trace_steps), result.violation,
+                              runtime_spec, seed, command or _command(runtime_spec, lvl, profile, seed))
+                path = write_trace(Path(trace_dir) / f"verify-{lvl}-{slug(runtime_spec)}-{seed}.jsonl", trace)
+                write_reproducer(path, trace)
+                report.traces.append(str(path))
+                if save_regressions and regressions is not None:
+                    keep_regression(regressions, trace)
+            if result.unavailable:
+                break
+    finally:
+        try:
+            runtime.close()
+        except Exception:  # noqa: BLE001 - closing a dead child must not hide the verdict
+            pass
+        report.seconds = time.perf_counter() - began
+    return report
+
+
+def _command(spec: str, level: str, profile: str, seed: int) -> str:
+    return f"surfacecheck verify --runtime {shlex.quote(spec)} --level {level} --profile {profile} --seed {seed}"
+

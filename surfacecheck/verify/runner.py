@@ -1,0 +1,142 @@
+"""Run the lockstep machines of one or more levels against a runtime (issue 4 points 3-5).
+
+Profiles bound the run: ``ci`` (seeded with a fixed seed, so derandomised; the whole verify
+stage in well under a minute), ``dev`` and ``deep``. The seed is always explicit and printed,
+so a run is reproducible with ``--seed``; the Hypothesis example database is not used (a run
+depends only on its seed; traces and the regression folder keep what was found).
+"""
+from __future__ import annotations
+
+import random
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, Phase, settings as Settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.internal.conjecture import engine as _engine
+from hypothesis.reporting import with_reporter
+from hypothesis.stateful import run_state_machine_as_test
+from tqdm import tqdm
+
+from properties.invariants import COMPACTION, POLICY, STANDARD
+from properties.stateful import MACHINES
+from properties.stateful.base import LockstepFailure, RunContext, RuntimeGone, bind
+from surfacecheck.runtime.api import LEVELS, Runtime, RuntimeUnavailable
+from surfacecheck.runtime.select import open_runtime
+from surfacecheck.trace import Step, Violation
+from surfacecheck.verify.profiles import PROFILES, max_examples
+
+CI_SEED = 20261130
+
+
+
+def hypothesis_settings(profile: str, level: str = "log", shrink: bool = True) -> Settings:
+    spec = PROFILES[profile]
+    return Settings(max_examples=max_examples(profile, level), stateful_step_count=spec["stateful_step_count"],
+                    deadline=None, database=None, derandomize=False, print_blob=False,
+                    suppress_health_check=list(HealthCheck),
+                    phases=(Phase.explicit, Phase.generate, Phase.target) + ((Phase.shrink,) if shrink else ()))
+
+
+@dataclass
+class LevelResult:
+    """What one level's run did: examples, steps, seconds; the violation and its steps, or why it
+    was inconclusive."""
+
+    level: str
+    examples: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    violation: Violation | None = None
+    trace_steps: list[Step] = field(default_factory=list)
+    unavailable: str | None = None
+    stderr: str = ""
+
+    @property
+    def status(self) -> str:
+        return "violation" if self.violation else "inconclusive" if self.unavailable else "ok"
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict:
+        return {"level": self.level, "status": self.status, "examples": self.examples, "steps": self.steps,
+                "seconds": round(self.seconds, 3), "steps_per_second": round(self.steps_per_second, 1),
+                "violation": self.violation.to_json() if self.violation else None,
+                "trace_length": len(self.trace_steps) if self.violation else None,
+                "unavailable": self.unavailable}
+
+
+def monitors_for(level: str) -> tuple[str, ...]:
+    extra = () if level == "log" else COMPACTION
+    return STANDARD + extra + (POLICY if level == "policy" else ())
+
+
+def open_reference(spec: str) -> Runtime | None:
+    """The model in lockstep, unless the runtime under test is the model itself."""
+    return None if spec == "model" else open_runtime("model")
+
+
+def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: str, seed: int,
+              shrink: bool = True) -> LevelResult:
+    """Run ``level``'s machine under ``profile`` with ``seed``; never raises for a runtime failure."""
+    context = RunContext(runtime, reference, monitors_for(level))
+    context.progress = tqdm(total=max_examples(profile, level), desc=f"verify {level}", unit="example",
+                            file=sys.stderr, disable=None, leave=False)
+    machine = hypothesis_seed(seed)(bind(MACHINES[level], context))
+    result = LevelResult(level)
+    began = time.perf_counter()
+    try:
+        with shrink_budget(PROFILES[profile]["shrink_seconds"]), with_reporter(_to_stderr):
+            run_state_machine_as_test(machine, settings=hypothesis_settings(profile, level, shrink))
+    except RuntimeGone as gone:
+        result.unavailable, result.stderr = f"{gone.cause.kind}: {gone.cause}", gone.cause.stderr
+    except LockstepFailure:
+        pass
+    except RuntimeUnavailable as exc:  # raised outside a step (e.g. while Hypothesis reports)
+        result.unavailable, result.stderr = f"{exc.kind}: {exc}", exc.stderr
+    except Exception:  # e.g. Hypothesis's Flaky when a nondeterministic runtime fails only sometimes
+        if context.failure is None:
+            raise  # a machine bug with no failing example: never hidden
+    finally:
+        context.progress.close()
+    result.seconds = time.perf_counter() - began
+    result.examples, result.steps = context.examples, context.steps
+    if context.failure is not None and result.violation is None and result.unavailable is None:
+        result.trace_steps, result.violation = context.failure
+    return result
+
+
+def _to_stderr(text: str) -> None:
+    """Hypothesis's own reports go to stderr: stdout carries only the command's result (``--json``)."""
+    sys.stderr.write(f"{text}\n")
+
+
+@contextmanager
+def shrink_budget(seconds: float):
+    """Bound Hypothesis's shrinking time for this run (its engine constant ``MAX_SHRINKING_SECONDS``,
+    300 s by default); restored afterwards. Without the constant (another Hypothesis) it is a no-op."""
+    saved = getattr(_engine, "MAX_SHRINKING_SECONDS", None)
+    if saved is not None:
+        _engine.MAX_SHRINKING_SECONDS = seconds
+    try:
+        yield
+    finally:
+        if saved is not None:
+            _engine.MAX_SHRINKING_SECONDS = saved
+
+
+def new_seed(profile: str, seed: int | None) -> int:
+    if seed is not None:
+        return seed
+    return CI_SEED if profile == "ci" else random.SystemRandom().randrange(2**31)
+
+
+def levels_up_to(level: str | None, supported: list[str]) -> list[str]:
+    """``--level L`` runs L alone; no level runs every level the runtime supports."""
+    if level is not None:
+        return [level]
+    return [lvl for lvl in LEVELS if lvl in supported]

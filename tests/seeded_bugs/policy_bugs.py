@@ -1,0 +1,71 @@
+"""Seeded bugs of the policy level: the pressure / overflow engine and its range selection.
+
+``BUGS[name] = (level, section, idea, runtime class)``; each class breaks one rule only. They plug
+in through the runtime's ``engine_class`` hook (the engine's ``_compactor`` is its selection seam).
+"""
+from __future__ import annotations
+
+from surfacecheck.runtime.embedded import EmbeddedRuntime
+from surfacecheck.runtime.embedded.compaction import Compactor
+from surfacecheck.runtime.embedded.policy import Engine
+
+
+class RetryWithoutProgress(Engine):
+    """Overflow recovery retries the step even when the generation did not advance (seed §12: only after progress)."""
+
+    @staticmethod
+    def retry_allowed(advanced, aborted, error):
+        return not aborted
+
+
+class RetriesUncounted(Engine):
+    """A granted overflow retry is never counted, so `maxOverflowRetries` never stops recovery (spec 10.2)."""
+
+    def request_error(self, code, scripts, faults=None, aborted=False):
+        outcome, retry = super().request_error(code, scripts, **({} if faults is None else {"faults": faults}),
+                                               aborted=aborted)
+        if retry:
+            self.retries -= 1
+        return outcome, retry
+
+
+class UnbalancedKeep(Compactor):
+    @staticmethod
+    def balanced_keep(keep, balanced):
+        return keep
+
+
+class UnbalancedRange(Engine):
+    """Pressure / overflow range selection skips the head-ward move to a balanced cut (spec 7 step 4)."""
+
+    def _compactor(self):
+        return UnbalancedKeep(self.rt)
+
+
+class TailOnlyRetention(Compactor):
+    @staticmethod
+    def retention_index(prices, retain_tokens):
+        return max(len(prices) - 1, 0)
+
+
+class RetentionIgnored(Engine):
+    """The retention walk ignores the retain budget and keeps only the newest node (spec 7 step 3, 9.2)."""
+
+    def _compactor(self):
+        return TailOnlyRetention(self.rt)
+
+
+def _runtime(name: str, engine: type[Engine]) -> type[EmbeddedRuntime]:
+    return type(f"Embedded_{name.replace('-', '_')}", (EmbeddedRuntime,), {"engine_class": engine})
+
+
+BUGS = {
+    "retry-without-progress": ("policy", "spec 10.2; seed §12 (S12)", "overflow retry granted without progress",
+                               _runtime("retry-without-progress", RetryWithoutProgress)),
+    "overflow-retries-uncounted": ("policy", "spec 10.2 (maxOverflowRetries)", "granted retries are never counted",
+                                   _runtime("overflow-retries-uncounted", RetriesUncounted)),
+    "unbalanced-range": ("policy", "spec 7 step 4; seed §7", "the selected range may end at an unbalanced cut",
+                         _runtime("unbalanced-range", UnbalancedRange)),
+    "retention-ignored": ("policy", "spec 7 step 3, 9.2; seed §6", "the retention walk ignores the retain budget",
+                          _runtime("retention-ignored", RetentionIgnored)),
+}
