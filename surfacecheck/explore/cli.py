@@ -1,14 +1,151 @@
-"""Command line of ``surfacecheck explore`` (placeholder until the capability lands)."""
+"""Command line of ``surfacecheck explore``: exhaustive bounded model checking (see ``docs/explore.md``)."""
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 
-def _not_yet(args) -> int:
-    sys.stderr.write(f"surfacecheck {args.command}: error: not available yet\n")
-    return 2
+from .world import Bounds
+
+DESCRIPTION = """\
+Explore every reachable state of a bounded compaction world breadth-first (the model runs every
+pressure check, overflow recovery, /compact, prune and reload), check the invariants in every
+state and the progress properties on the state graph, and print the shortest counterexample of
+any violation. States that differ only in seqs, ids, timestamps, turn numbers or the generation
+are one state (the VIEW reduction; --no-symmetry turns it off and needs --max-seq).
+
+Prints states, edges, depth, distinct states per second, the properties checked and the traces
+of any violation (with --json exactly one JSON document on stdout); progress on stderr."""
+
+EPILOG = """\
+exit codes:
+  0  every invariant and progress property held at these bounds
+  1  a violation was found (its shortest trace is printed, and written with --trace-dir)
+  2  bad usage
+"""
+
+DEFAULTS = Bounds()
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return number
 
 
 def register(commands) -> None:
-    """Add this capability's subcommands to the ``surfacecheck`` parser."""
-    p = commands.add_parser('explore', help='exhaustively model-check a bounded compaction world (BFS, shortest traces)', description='exhaustively model-check a bounded compaction world (BFS, shortest traces)')
-    p.set_defaults(func=_not_yet)
+    """Add ``explore`` to the ``surfacecheck`` parser."""
+    p = commands.add_parser("explore", help="exhaustively model-check a bounded compaction world (BFS, shortest traces)",
+                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--events", type=_positive, default=DEFAULTS.events, metavar="N",
+                   help="message events: prompts, replies, tool results (default %(default)s)")
+    p.add_argument("--tool-pairs", type=_positive, default=DEFAULTS.tool_pairs, metavar="P",
+                   help="tool calls in all (default %(default)s)")
+    p.add_argument("--compactions", type=_positive, default=DEFAULTS.compactions, metavar="C",
+                   help="checkpoints written, plus summaries raced by a concurrent change (default %(default)s)")
+    p.add_argument("--variant", default="correct", metavar="NAME",
+                   help="the model (correct) or a negative-control variant; --list-variants lists them")
+    p.add_argument("--list-variants", action="store_true", help="list the negative-control variants and exit")
+    p.add_argument("--window", type=_positive, default=1000, metavar="TOKENS", help="context window (default %(default)s)")
+    p.add_argument("--response-bound", type=_positive, default=1, metavar="K",
+                   help="bounded response: pre-steps allowed before a response (default %(default)s)")
+    p.add_argument("--no-symmetry", action="store_true", help="turn the VIEW reduction off (safety only; needs --max-seq)")
+    p.add_argument("--max-seq", type=_positive, default=None, metavar="N", help="cap the log length")
+    p.add_argument("--reverse", action="store_true", help="try actions in reverse order (results must not change)")
+    p.add_argument("--cache", metavar="FILE", default=None,
+                   help="keep the model's transitions in FILE between runs (keyed by the model's source)")
+    p.add_argument("--trace-dir", metavar="DIR", default=None, help="write each counterexample trace here (JSONL)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from .variants import VARIANTS, variant
+
+    if args.list_variants:
+        rows = [{"name": v.name, "breaks": v.breaks, "section": v.section, "description": v.description}
+                for v in VARIANTS.values()]
+        print(json.dumps(rows, indent=2) if args.json else "\n".join(
+            f"{r['name']:32} breaks {r['breaks']} ({r['section']}): {r['description']}" for r in rows))
+        return 0
+    try:
+        chosen = variant(args.variant)
+    except KeyError as exc:
+        return _usage(args, str(exc.args[0]))
+    if args.no_symmetry and args.max_seq is None:
+        return _usage(args, "--no-symmetry needs --max-seq N (without the VIEW every append makes a new state)")
+    if args.window < 10:
+        return _usage(args, "--window must be at least 10 tokens")
+    from .oracle import Settings
+    from .run import run_explore
+
+    bounds = Bounds(args.events, args.tool_pairs, args.compactions, args.max_seq)
+    command = "surfacecheck explore " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else None
+    bar = _progress()
+    try:
+        report = run_explore(bounds, variant=chosen, settings=Settings(context_window=args.window),
+                             symmetry=not args.no_symmetry, reverse=args.reverse, k=max(1, args.response_bound),
+                             trace_dir=args.trace_dir, command=command, on_level=bar.update if bar else None,
+                             cache=args.cache)
+    finally:
+        if bar:
+            bar.close()
+    print(json.dumps(report, indent=2) if args.json else human(report))
+    return report["exit_code"]
+
+
+def _usage(args, message: str) -> int:
+    if args.json:
+        print(json.dumps({"verdict": "error", "exit_code": 2, "error": message}))
+    sys.stderr.write(f"surfacecheck explore: error: {message}\n")
+    return 2
+
+
+class _Bar:
+    def __init__(self):
+        from tqdm import tqdm
+
+        self.bar = tqdm(desc="explore", unit=" states", file=sys.stderr, leave=False)
+
+    def update(self, level: int, states: int, edges: int) -> None:
+        self.bar.set_postfix(depth=level, edges=edges)
+        self.bar.update(states - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _progress():
+    try:
+        return _Bar()
+    except ImportError:  # pragma: no cover
+        return None
+
+
+def human(report: dict) -> str:
+    b, s = report["bounds"], report["settings"]
+    lines = [
+        f"explore: model variant {report['variant']}; bounds events={b['events']} tool-pairs={b['tool_pairs']} "
+        f"compactions={b['compactions']}" + (f" max-seq={b['max_seq']}" if b["max_seq"] is not None else "")
+        + f"; window {s['context_window']} (threshold {s['threshold']}); VIEW reduction "
+        + ("on" if report["symmetry"] else "off"),
+        f"  states {report['states']}  edges {report['edges']}  depth {report['depth']}  "
+        f"{report['seconds']} s  {report['states_per_second']} distinct states/s  model runs {report['model_runs']}"
+        + (f" (+{report['cached_transitions']} cached)" if report.get("cached_transitions") else "")
+        + ("" if report["complete"] else "  (INCOMPLETE)"),
+        f"  invariants checked in every state/transition: {', '.join(report['invariants'])}",
+        f"  progress checked on the graph: {', '.join(report['progress']) or 'none (needs the VIEW reduction)'}",
+    ]
+    if not report["violations"]:
+        lines.append("  verdict: ok (no violation)")
+    for v in report["violations"]:
+        lines.append(f"  VIOLATION {v['property']} ({v['kind']}): {v['message']}")
+        lines.append(f"    shortest trace, {v['length']} actions: {' '.join(v['actions'])}"
+                     + (f" | loop: {' '.join(v['loop'])}" if v["loop"] else ""))
+        if v["trace"]:
+            lines.append(f"    trace: {v['trace']} (surfacecheck replay {v['trace']})")
+    return "\n".join(lines)

@@ -15,7 +15,7 @@ from .api import Runtime
 
 DEFAULT_TIMEOUT = 10.0
 _VARIANTS: dict[str, Callable[[], Runtime]] = {}
-_VARIANT_PROVIDERS: list[str] = []
+_VARIANT_PROVIDERS: list[str] = ["surfacecheck.explore.variants"]  # negative-control models
 
 
 def register_variant(spec: str, factory: Callable[[], Runtime]) -> None:

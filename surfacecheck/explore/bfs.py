@@ -1,0 +1,145 @@
+"""Breadth-first exploration into a state graph, and canonical shortest paths (TLC/stateright style).
+
+Every reachable state of the bounded world is visited once, level by level, so the first time a
+state is found its depth is its distance from the initial state and any violation reported is at
+the least depth possible. The graph is kept as flat lists (fast) and converted to a
+``networkx.DiGraph`` for the progress checks. Paths are made *canonical*: among all shortest
+paths to a target the one whose action labels are lexicographically least, so the result does
+not depend on the order in which actions were tried.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from .canonical import key
+from .safety import check_state
+from .world import RET, SURF, World
+
+
+@dataclass
+class Exploration:
+    """The explored graph: ``states[i]`` (a representative), ``depth[i]``, ``edges`` as
+    ``(src, dst, action, edge)``, state violations, timings."""
+
+    world: World
+    symmetry: bool
+    states: list = field(default_factory=list)
+    depth: list = field(default_factory=list)
+    edges: list = field(default_factory=list)
+    state_violations: dict = field(default_factory=dict)  # state index -> [(property, message)]
+    seconds: float = 0.0
+    complete: bool = True
+    _preds: list | None = None
+    _succs: list | None = None
+    _graph: nx.DiGraph | None = None
+
+    @property
+    def max_depth(self) -> int:
+        return max(self.depth) if self.depth else 0
+
+    @property
+    def rate(self) -> float:
+        return len(self.states) / self.seconds if self.seconds > 0 else float("inf")
+
+    def preds(self) -> list:
+        if self._preds is None:
+            self._preds = [[] for _ in self.states]
+            for index, (src, dst, action, _edge) in enumerate(self.edges):
+                self._preds[dst].append((src, action, index))
+        return self._preds
+
+    def graph(self) -> nx.DiGraph:
+        """The state graph as a networkx DiGraph; each arc keeps the least action label between its ends."""
+        if self._graph is None:
+            arcs: dict = {}
+            for index, (src, dst, action, _edge) in enumerate(self.edges):
+                if (src, dst) not in arcs or action < self.edges[arcs[(src, dst)]][2]:
+                    arcs[(src, dst)] = index
+            graph = nx.DiGraph()
+            graph.add_nodes_from(range(len(self.states)))
+            graph.add_edges_from((s, d, {"e": i}) for (s, d), i in arcs.items())
+            self._graph = graph
+        return self._graph
+
+    # -- canonical shortest paths ---------------------------------------------------------------
+    def path_to(self, target) -> list[int]:
+        """Edge indices of the canonical shortest path from the initial state to ``target`` (a state, or
+        a set of states of equal depth: the path to whichever the least labels reach)."""
+        targets = {target} if isinstance(target, int) else set(target)
+        preds, depth = self.preds(), self.depth
+        useful, layer = set(targets), set(targets)
+        while layer:
+            nxt = set()
+            for dst in layer:
+                for src, _action, _index in preds[dst]:
+                    if depth[src] == depth[dst] - 1 and src not in useful:
+                        nxt.add(src)
+            useful |= nxt
+            layer = nxt
+        current, path = {0}, []
+        while not current & targets:
+            options = [(action, index) for src in current for _d, action, index in self._forward(src)
+                       if self.edges[index][1] in useful and depth[self.edges[index][1]] == depth[src] + 1]
+            best = min(action for action, _index in options)
+            chosen = sorted(index for action, index in options if action == best)
+            path.append(chosen[0])
+            current = {self.edges[index][1] for index in chosen}
+        return path
+
+    def _forward(self, src: int):
+        if self._succs is None:
+            self._succs = [[] for _ in self.states]
+            for index, (s, d, action, _edge) in enumerate(self.edges):
+                self._succs[s].append((d, action, index))
+        return self._succs[src]
+
+    def labels(self, path: list[int]) -> list[str]:
+        return [self.edges[index][2] for index in path]
+
+
+def explore(world: World, *, symmetry: bool = True, reverse: bool = False, max_states: int | None = None,
+            on_level=None) -> Exploration:
+    """BFS over every reachable state of ``world``. ``reverse`` tries actions in the opposite order
+    (results must not change); ``max_states`` stops early (``complete`` is then False)."""
+    exp = Exploration(world, symmetry)
+    start = time.perf_counter()
+    initial = world.initial()
+    ids = {key(initial, symmetry): 0}
+    states, depth, edges = exp.states, exp.depth, exp.edges
+    states.append(initial)
+    depth.append(0)
+    state_checks: dict = {}
+    frontier, level = [0], 0
+    while frontier:
+        nxt = []
+        for src in frontier:
+            successors = world.successors(states[src])
+            if reverse:
+                successors = successors[::-1]
+            for action, dst_state, edge in successors:
+                k = key(dst_state, symmetry)
+                dst = ids.get(k)
+                if dst is None:
+                    dst = ids[k] = len(states)
+                    states.append(dst_state)
+                    depth.append(level + 1)
+                    nxt.append(dst)
+                    check_key = (dst_state[SURF], dst_state[RET])
+                    found = state_checks.get(check_key)
+                    if found is None:
+                        found = state_checks[check_key] = check_state(*check_key)
+                    if found:
+                        exp.state_violations[dst] = found
+                edges.append((src, dst, action, edge))
+            if max_states is not None and len(states) >= max_states:
+                exp.complete = False
+                nxt = []
+                break
+        frontier, level = nxt, level + 1
+        if on_level is not None:
+            on_level(level, len(states), len(edges))
+    exp.seconds = time.perf_counter() - start
+    return exp

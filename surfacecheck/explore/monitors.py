@@ -1,0 +1,156 @@
+"""Replay monitors for explore's progress properties (registered in ``properties/monitors.py``).
+
+The explorer checks progress on the whole graph; a counterexample trace is a finite witness of
+it (a lasso unrolled once, or a too-long path), and these monitors re-check that witness step by
+step when ``surfacecheck replay`` runs the trace, against any runtime:
+
+* ``explore-no-compaction-loop`` (spec 10.2, seed §12): a ``request_error`` that answers
+  ``retry`` without a generation advance closes a loop (the same request overflows again);
+* ``explore-pressure-bounded-response`` (spec 9.2-9.3): a ``pre_step`` over the threshold that
+  neither compacts, prunes nor warns, while a compactable range exists;
+* ``explore-runtime-context-reemitted`` (spec 12 one-request window, seed §14): the latest
+  runtime-context snapshot is missing from the surface when two consecutive steps' requests go out.
+"""
+from __future__ import annotations
+
+import math
+
+from properties.monitors import register
+from surfacecheck.trace import Step, Violation
+
+from model.runtime_context import RUNTIME_CONTEXT_SOURCE
+
+
+def _ok(result) -> bool:
+    return isinstance(result, dict) and "error" not in result
+
+
+def _event(step: Step) -> dict:
+    event = step.args.get("event") if step.op == "append" else None
+    return event if isinstance(event, dict) else {}
+
+
+@register("explore-no-compaction-loop", section="spec 10.2; seed §12", level="policy",
+          description="an overflow retry needs a generation advance; without one the step loops")
+class NoCompactionLoop:
+    name = "explore-no-compaction-loop"
+
+    def __init__(self) -> None:
+        self.generation = 0
+
+    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
+        before = self.generation
+        surface = query("surface", {})
+        if _ok(surface):
+            self.generation = surface.get("generation", before)
+        if step.op == "request_error" and _ok(result) and result.get("kind") == "retry" and self.generation <= before:
+            return Violation(self.name, f"request_error answered retry at generation {self.generation} without a "
+                                        "replacement: the retried request overflows again (a compaction loop)",
+                             number, f"generation > {before}", self.generation)
+        return None
+
+
+@register("explore-pressure-bounded-response", section="spec 9.2-9.3", level="policy",
+          description="a pre-step over the threshold compacts, prunes or records a failure unless nothing is compactable")
+class PressureBoundedResponse:
+    name = "explore-pressure-bounded-response"
+
+    def __init__(self) -> None:
+        self.total, self.routed = None, False
+        self.threshold, self.retain = None, None
+
+    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
+        before = self.total
+        measure = query("measure", {})
+        self.total = measure.get("total") if _ok(measure) else None
+        if step.op == "configure":
+            policy = step.args.get("policy") or {}
+            window = step.args.get("context_window", policy.get("contextWindow"))
+            if isinstance(window, int) and window > 0:
+                self.threshold = math.floor(window * policy.get("thresholdRatio", 0.8))
+                self.retain = policy.get("retainTokens", math.floor(window * policy.get("retainRatio", 0.16)))
+        elif step.op == "append" and _event(step).get("type") == "request/header":
+            self.routed = True
+        elif step.op == "pre_step" and _ok(result) and result.get("kind") == "noop" and self.routed:
+            if self.threshold is not None and before is not None and before >= self.threshold:
+                span = query("select_range", {"retain_tokens": self.retain})
+                if _ok(span) and span.get("range") is not None:
+                    return Violation(self.name, f"pre-step at {before} tokens (threshold {self.threshold}) did "
+                                                f"nothing although range {span['range']} is compactable",
+                                     number, "compacted, pruned or warned", result.get("kind"))
+        return None
+
+
+@register("explore-runtime-context-reemitted", section="spec 12 (one-request window); seed §14", level="policy",
+          description="a runtime-context snapshot missing before a step's pre-step is on the surface by its request")
+class RuntimeContextReemitted:
+    """The window is one step: a snapshot shadowed *during* a step's pre-step or overflow recovery may
+    be missing from that step's requests (spec 12, §15 G2); one already missing when the pre-step
+    starts must be back by the step's request."""
+
+    name = "explore-runtime-context-reemitted"
+
+    def __init__(self) -> None:
+        self.snapshots: dict[int, str] = {}
+        self.wanted = None
+        self.visible = True  # after the previous step
+        self.due = False  # missing when this step's pre-step started
+        self.entering = False
+
+    def _visible(self, query) -> bool:
+        if self.wanted is None:
+            return True
+        surface = query("surface", {})
+        nodes = surface.get("nodes", []) if _ok(surface) else []
+        shown = [seq for seq in nodes if seq in self.snapshots]
+        return bool(shown) and self.snapshots[max(shown)] == self.wanted
+
+    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
+        event = _event(step)
+        kind = event.get("type")
+        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        before = self.visible
+        if step.op == "pre_step":
+            self.due = not before
+        if kind == "user/message" and _ok(result):
+            source = data.get("source") or {}
+            if source.get("kind") == "plugin" and source.get("plugin") == RUNTIME_CONTEXT_SOURCE:
+                text = ((data.get("content") or [{}])[0] or {}).get("text")
+                self.snapshots[result.get("seq")] = text
+                self.wanted = text
+        self.visible = self._visible(query)
+        if kind == "step/start":
+            self.entering = True
+        elif kind in ("assistant/chunk", "request/header", "request/context") and self.entering:
+            self.entering = False  # the step's request goes out now
+            if self.due and not self.visible:
+                return Violation(self.name, "the step's request goes out without the runtime-context snapshot that "
+                                            "was already shadowed before its pre-step (not re-emitted)",
+                                 number, self.wanted, None)
+        return None
+
+
+@register("explore-no-orphan-tool-result", section="spec 3", level="compaction",
+          description="the tool-pairing count of the surface never goes below zero (no result without its call)")
+class NoOrphanToolResult:
+    name = "explore-no-orphan-tool-result"
+
+    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
+        cuts = query("cuts", {})
+        if isinstance(cuts, dict) and "error" in cuts and cuts["error"].get("rule") == "tool-pairing":
+            return Violation(self.name, f"after {step.op}: {cuts['error'].get('message')}", number, "count >= 0",
+                             cuts["error"])
+        return None
+
+
+@register("explore-model-error", section="spec 9-11 (operations)", level="policy",
+          description="a policy operation the agent may legally request is not refused by the model")
+class ModelErrorFree:
+    name = "explore-model-error"
+
+    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
+        if step.op in ("pre_step", "request_error", "manual_compact", "prune", "reload") and isinstance(result, dict) \
+                and "error" in result:
+            return Violation(self.name, f"{step.op} refused: {result['error'].get('message')}", number, None,
+                             result["error"])
+        return None

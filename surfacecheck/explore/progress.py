@@ -1,0 +1,192 @@
+"""Progress (liveness) on the explored graph: lassos and bounded response, with networkx.
+
+* ``explore-no-compaction-loop`` (spec 10.2, seed §12 "progress is the proof"): no cycle of
+  automatic compaction steps (pressure pre-steps, overflow retries) in which the surface price
+  never falls and no step completes. Found as a strongly connected component of that subgraph
+  with a cycle; the counterexample is a lasso: the shortest path to the component, then its loop.
+* ``explore-pressure-bounded-response`` (spec 9.2-9.3): from any state over the threshold, within
+  ``k`` pre-step checks the pressure is relieved, a typed failure is recorded, or the check
+  reports no compactable range (spec 9.2 step 11: the documented silent null, §15 G4/G5).
+* ``explore-runtime-context-reemitted`` (spec 12 "one-request window", seed §14): once the
+  current runtime context is not visible on the surface, the next ``k`` = 1 step re-emits it.
+
+Bounded response is computed exactly, not by sampling paths: on the subgraph of pending,
+non-discharging transitions, the longest number of counted transitions from each state
+(condensation DAG; a counted transition inside a cycle makes it unbounded).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+
+from . import oracle
+from .bfs import Exploration
+from .world import CTX, RET, ROUTED, SURF
+
+RESPONDED = frozenset({"compacted", "pruned", "warned", "null", "unrouted"})
+PROGRESS_PROPERTIES = ("explore-no-compaction-loop", "explore-pressure-bounded-response",
+                       "explore-runtime-context-reemitted")
+
+
+@dataclass
+class ProgressFinding:
+    property: str
+    message: str
+    prefix: list  # edge indices from the initial state
+    loop: list  # edge indices of the loop (lasso) or the too-long path
+
+
+def _canonical_best(exp: Exploration, candidates) -> int:
+    """The candidate state of least depth reached by the least action labels (order-independent)."""
+    candidates = list(candidates)
+    least = min(exp.depth[s] for s in candidates)
+    path = exp.path_to({s for s in candidates if exp.depth[s] == least})
+    return exp.edges[path[-1]][1] if path else 0
+
+
+def _price(exp: Exploration, index: int) -> int:
+    return oracle.total(exp.states[index][SURF])
+
+
+def compaction_loops(exp: Exploration) -> ProgressFinding | None:
+    """A lasso of automatic compaction steps that never lowers the price and completes no step."""
+    sub = nx.DiGraph()
+    for index, (src, dst, action, edge) in enumerate(exp.edges):
+        if edge.kind in ("overflow", "step") and not edge.completes and _price(exp, dst) >= _price(exp, src):
+            if not sub.has_edge(src, dst) or action < exp.edges[sub[src][dst]["e"]][2]:
+                sub.add_edge(src, dst, e=index)
+    cyclic = set()
+    for component in nx.strongly_connected_components(sub):
+        if len(component) > 1 or any(sub.has_edge(n, n) for n in component):
+            cyclic |= component
+    if not cyclic:
+        return None
+    entry = _canonical_best(exp, cyclic)
+    loop = _shortest_cycle(exp, sub, entry)
+    return ProgressFinding("explore-no-compaction-loop",
+                           f"a cycle of {len(loop)} automatic compaction step(s) that never lowers the surface price "
+                           f"({_price(exp, entry)} tokens) and completes no step", exp.path_to(entry), loop)
+
+
+def _shortest_cycle(exp: Exploration, sub: nx.DiGraph, start: int) -> list[int]:
+    if sub.has_edge(start, start):
+        return [sub[start][start]["e"]]
+    parents, frontier = {start: None}, [start]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for succ in sorted(sub.successors(node), key=lambda d: exp.edges[sub[node][d]["e"]][2]):
+                index = sub[node][succ]["e"]
+                if succ == start:
+                    path = [index]
+                    while parents[node] is not None:
+                        node, index = parents[node]
+                        path.append(index)
+                    return path[::-1]
+                if succ not in parents:
+                    parents[succ] = (node, index)
+                    nxt.append(succ)
+        frontier = nxt
+    return []
+
+
+def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, k: int, what: str):
+    """The first state (canonical) from which some path makes ``k`` counted transitions while still pending."""
+    pending = [trigger(s) for s in exp.states]
+    sub = nx.DiGraph()
+    for index, (src, dst, action, edge) in enumerate(exp.edges):
+        if pending[src] and pending[dst] and not discharged(edge):
+            weight = 1 if counted(edge) else 0
+            old = sub[src][dst] if sub.has_edge(src, dst) else None
+            if old is None or (-weight, action) < (-old["w"], exp.edges[old["e"]][2]):
+                sub.add_edge(src, dst, w=weight, e=index)
+    if sub.number_of_edges() == 0:
+        return None
+    cond = nx.condensation(sub)
+    members = cond.graph["mapping"]
+    score: dict[int, float] = {}
+    for comp in reversed(list(nx.topological_sort(cond))):
+        nodes = cond.nodes[comp]["members"]
+        best = 0.0
+        for node in nodes:
+            for succ, data in sub[node].items():
+                other = members[succ]
+                if other == comp:
+                    if data["w"]:
+                        best = float("inf")
+                else:
+                    best = max(best, data["w"] + score[other])
+        score[comp] = best
+    bad = sorted((s for s in sub.nodes if score[members[s]] >= k), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))
+    if not bad:
+        return None
+    best = None
+    for start in bad[:64]:
+        walk = _witness(exp, sub, members, score, start, k)
+        prefix = exp.path_to(start)
+        key = (len(prefix) + len(walk), exp.labels(prefix) + exp.labels(walk))
+        if best is None or key < best[0]:
+            best = (key, prefix, walk)
+    return ProgressFinding(prop, f"{what}: {k} {'step' if k == 1 else 'steps'} passed without a response",
+                           best[1], best[2])
+
+
+def _witness(exp, sub, members, score, start, k) -> list[int]:
+    """The shortest path from ``start`` making ``k`` counted transitions while pending (BFS on (state, count))."""
+    parents = {(start, 0): None}
+    frontier = [(start, 0)]
+    while frontier:
+        nxt = []
+        for node, count in frontier:
+            for succ, data in sorted(sub[node].items(), key=lambda item: exp.edges[item[1]["e"]][2]):
+                reached = count + data["w"]
+                if reached + score[members[succ]] < k and reached < k:
+                    continue
+                item = (succ, min(reached, k))
+                if item in parents:
+                    continue
+                parents[item] = ((node, count), data["e"])
+                if reached >= k:
+                    path, cur = [], item
+                    while parents[cur] is not None:
+                        cur, edge = parents[cur]
+                        path.append(edge)
+                    return path[::-1]
+                nxt.append(item)
+        frontier = nxt
+    return []
+
+
+def pressure_response(exp: Exploration, k: int = 1):
+    threshold = exp.world.settings.threshold
+
+    def over(state):
+        return bool(state[ROUTED]) and oracle.total(state[SURF]) >= threshold
+
+    return bounded_response(
+        exp, "explore-pressure-bounded-response", over, lambda e: e.kind == "step",
+        lambda e: e.failure or (e.kind == "step" and e.pkind in RESPONDED), k,
+        f"over the threshold ({threshold} tokens) the pre-step neither relieved the pressure nor recorded a failure")
+
+
+def context_missing(state) -> bool:
+    """Spec 12: the current runtime context (or CLEARED, once any snapshot existed) is not the newest
+    snapshot visible on the surface."""
+    ctx, ret, surf = state[CTX], state[RET], state[SURF]
+    if not ctx and ret == -2:
+        return False
+    wanted = "c" + (ctx or "0")
+    visible = [code for code in surf if code[0] == "c"]
+    return not visible or visible[-1] != wanted
+
+
+def context_window(exp: Exploration, k: int = 1):
+    return bounded_response(exp, "explore-runtime-context-reemitted", context_missing,
+                            lambda e: e.kind == "step", lambda e: False, k,
+                            "the current runtime context is not on the surface and the next pre-step did not re-emit it")
+
+
+def check_progress(exp: Exploration, k: int = 1) -> list[ProgressFinding]:
+    found = [compaction_loops(exp), pressure_response(exp, k), context_window(exp, k)]
+    return [f for f in found if f is not None]

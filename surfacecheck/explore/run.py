@@ -1,0 +1,159 @@
+"""One ``explore`` run: BFS, safety and progress checks, shortest traces, and the JSON report.
+
+Each violated property yields its shortest counterexample (BFS depth; ties broken by the least
+action labels, so the result does not depend on the exploration order). The counterexample is
+run through the model runtime (or ``model:<variant>``) by :mod:`.tracegen`, which also checks
+that the concrete run is α-equal to the abstract path (the quotient's soundness on that path).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import networkx as nx
+
+from surfacecheck.trace import write_trace
+
+from .bfs import Exploration, explore
+from .oracle import Settings
+from .progress import PROGRESS_PROPERTIES, check_progress
+from .safety import SAFETY_PROPERTIES
+from .tracegen import concretise, make_trace
+from .variants import CORRECT, Variant
+from .world import EVENTS, Bounds, World
+
+
+@dataclass
+class Finding:
+    property: str
+    kind: str  # safety | progress
+    message: str
+    actions: list
+    loop: list = field(default_factory=list)  # lasso loop / too-long path (progress)
+    closing: list = field(default_factory=list)  # actions added so the trace shows the request (not counted)
+    trace: str | None = None
+    simulation_ok: bool | None = None
+
+    @property
+    def length(self) -> int:
+        return len(self.actions) + len(self.loop)
+
+    def to_json(self) -> dict:
+        return {"property": self.property, "kind": self.kind, "message": self.message, "length": self.length,
+                "actions": self.actions, "loop": self.loop, "closing": self.closing, "trace": self.trace,
+                "simulation_ok": self.simulation_ok}
+
+
+def safety_findings(exp: Exploration) -> list[Finding]:
+    """The shortest counterexample per violated safety property (canonical among equally short ones)."""
+    edges: dict[str, dict[int, list]] = {}
+    states: dict[str, dict[int, list]] = {}
+    for index, (src, _dst, _action, edge) in enumerate(exp.edges):
+        for prop, message in edge.violations:
+            edges.setdefault(prop, {}).setdefault(exp.depth[src] + 1, []).append((index, message))
+    for state, found in exp.state_violations.items():
+        for prop, message in found:
+            states.setdefault(prop, {}).setdefault(exp.depth[state], []).append((state, message))
+    out = []
+    for prop in sorted(set(edges) | set(states)):
+        by_edge, by_state = edges.get(prop, {}), states.get(prop, {})
+        least = min(list(by_edge) + list(by_state))
+        options = []
+        if least in by_state:
+            targets = {s for s, _m in by_state[least]}
+            path = exp.path_to(targets)
+            end = exp.edges[path[-1]][1] if path else 0
+            options.append((exp.labels(path), next(m for s, m in by_state[least] if s == end)))
+        if least in by_edge:
+            sources = {exp.edges[i][0] for i, _m in by_edge[least]}
+            path = exp.path_to(sources)
+            end = exp.edges[path[-1]][1] if path else 0
+            index, message = min(((i, m) for i, m in by_edge[least] if exp.edges[i][0] == end),
+                                 key=lambda item: (exp.edges[item[0]][2], item[0]))
+            options.append((exp.labels(path) + [exp.edges[index][2]], message))
+        actions, message = min(options)
+        out.append(Finding(prop, "safety", message, actions))
+    return out
+
+
+def progress_findings(exp: Exploration, k: int) -> list[Finding]:
+    out = []
+    for found in check_progress(exp, k):
+        closing = []
+        end = exp.edges[found.loop[-1]][1] if found.loop else None
+        if found.property == "explore-runtime-context-reemitted" and end is not None:
+            moves = [a for a, _d, _e in exp.world.successors(exp.states[end], bounded=False)]
+            closing = [a for a in moves if a.startswith(("reply:A", "overflow:good"))][:1]
+        out.append(Finding(found.property, "progress", found.message, exp.labels(found.prefix),
+                           exp.labels(found.loop), closing))
+    return out
+
+
+def write_traces(findings: list[Finding], world: World, trace_dir: Path | None, command: str | None) -> None:
+    """Concretise each finding through the (variant) model runtime; write its trace when asked."""
+    for finding in findings:
+        actions = finding.actions + finding.loop + finding.closing
+        driver, states = concretise(actions, world.settings, world.variant)
+        finding.simulation_ok = _simulates(world, actions, states)
+        if trace_dir is None:
+            continue
+        notes = {"variant": world.variant.name, "bounds": vars(world.bounds), "actions": actions,
+                 "loop_from": len(finding.actions) if finding.loop else None, "closing": finding.closing,
+                 "shortest_length": finding.length}
+        trace = make_trace(driver, finding.property, finding.message, notes=notes, command=command)
+        name = f"explore-{world.variant.name}-{finding.property}.jsonl"
+        finding.trace = str(write_trace(Path(trace_dir) / name, trace))
+
+
+def _simulates(world: World, actions: list[str], states: list[tuple]) -> bool:
+    """Replaying the abstract path in the world gives, action by action, the α of the concrete run."""
+    state = world.initial()
+    for action, concrete in zip(actions, states):
+        moves = {a: d for a, d, _e in world.successors(state, bounded=False)}
+        if action not in moves:
+            return False
+        state = moves[action]
+        if state[:EVENTS] != concrete:
+            return False
+    return True
+
+
+def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Settings | None = None, symmetry: bool = True,
+                reverse: bool = False, k: int = 1, trace_dir: Path | None = None, command: str | None = None,
+                on_level=None, cache: Path | None = None) -> dict:
+    """Explore, check, and return the report (a JSON document). ``cache``: a transition cache file."""
+    world = World(bounds, settings or Settings(), variant)
+    cached = 0
+    if cache is not None:
+        from . import cache as transition_cache
+
+        cached = transition_cache.load(world, cache)
+    exp = explore(world, symmetry=symmetry, reverse=reverse, on_level=on_level)
+    if cache is not None and world.oracle_calls:
+        transition_cache.save(world, cache)
+    started = time.perf_counter()
+    findings = safety_findings(exp)
+    if symmetry:
+        findings += progress_findings(exp, k)
+    graph = exp.graph()
+    components = sum(1 for _ in nx.strongly_connected_components(graph))
+    check_seconds = time.perf_counter() - started
+    write_traces(findings, world, trace_dir, command)
+    verdict = "violation" if findings else "ok"
+    return {
+        "verdict": verdict, "exit_code": 1 if findings else 0, "variant": variant.name,
+        "bounds": {"events": bounds.events, "tool_pairs": bounds.tool_pairs, "compactions": bounds.compactions,
+                   "max_seq": bounds.max_seq},
+        "settings": {"context_window": world.settings.context_window, "threshold": world.settings.threshold,
+                     "compaction_retries": world.settings.compaction_retries,
+                     "max_overflow_retries": world.settings.max_overflow_retries, "response_bound_k": k},
+        "symmetry": symmetry, "order": "reverse" if reverse else "forward",
+        "states": len(exp.states), "edges": len(exp.edges), "depth": exp.max_depth,
+        "seconds": round(exp.seconds, 3), "states_per_second": round(exp.rate, 1),
+        "check_seconds": round(check_seconds, 3), "model_runs": world.oracle_calls, "cached_transitions": cached, "complete": exp.complete,
+        "graph": {"nodes": graph.number_of_nodes(), "arcs": graph.number_of_edges(),
+                  "strongly_connected_components": components},
+        "invariants": list(SAFETY_PROPERTIES), "progress": list(PROGRESS_PROPERTIES) if symmetry else [],
+        "violations": [f.to_json() for f in findings],
+    }

@@ -1,0 +1,221 @@
+"""Negative controls: model variants with one seeded bug each, and their ``model:<variant>`` runtimes.
+
+A variant patches named model functions while a transition runs (:meth:`Variant.patched`), in
+the explorer's oracle and in the protocol runtime alike, so a counterexample found by ``explore``
+replays against ``model:<variant>`` (the bug) and not against ``model`` (the fix). Each names the
+property it must break and the spec section of the rule it breaks.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+PATCH = tuple[str, str, Callable]  # (module, attribute, make(original) -> replacement)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    breaks: str = ""
+    section: str = ""
+    description: str = ""
+    patches: tuple = field(default_factory=tuple)
+
+    def patched(self):
+        """A context in which the model functions behave as this variant says."""
+        if not self.patches:
+            return contextlib.nullcontext()
+        return _patching(self.patches)
+
+
+    def _persistent(self):
+        """A re-enterable context whose replacement functions (and their memo tables) are made once."""
+        made = [(m, a, None) for m, a, _ in self.patches]
+        patches = self.patches
+
+        @contextlib.contextmanager
+        def context():
+            saved = []
+            for module_name, _attr, _make in patches:  # import first: a module importing a name
+                importlib.import_module(module_name)  # while another is patched would keep the patch
+            try:
+                for index, (module_name, attr, make) in enumerate(patches):
+                    module = importlib.import_module(module_name)
+                    original = getattr(module, attr)
+                    if made[index][2] is None:
+                        made[index] = (module_name, attr, make(original))
+                    saved.append((module, attr, original))
+                    setattr(module, attr, made[index][2])
+                yield
+            finally:
+                for module, attr, original in reversed(saved):
+                    setattr(module, attr, original)
+
+        return _Reentrant(context)
+
+
+class _Reentrant:
+    def __init__(self, factory):
+        self.factory, self.stack = factory, []
+
+    def __enter__(self):
+        ctx = self.factory()
+        self.stack.append(ctx)
+        return ctx.__enter__()
+
+    def __exit__(self, *exc):
+        return self.stack.pop().__exit__(*exc)
+
+
+@contextlib.contextmanager
+def _patching(patches):
+    saved = []
+    for module_name, _attr, _make in patches:  # import first: a module importing a name while
+        importlib.import_module(module_name)  # another is patched would keep the patched one
+    try:
+        for module_name, attr, make in patches:
+            module = importlib.import_module(module_name)
+            original = getattr(module, attr)
+            saved.append((module, attr, original))
+            setattr(module, attr, make(original))
+        yield
+    finally:
+        for module, attr, original in reversed(saved):
+            setattr(module, attr, original)
+
+
+CORRECT = Variant("correct")
+
+
+# -- the bugs ------------------------------------------------------------------------------------
+def _retry_without_progress(original):
+    """Spec 10.2 broken: retry after any overflow compaction, progress or not, without counting it."""
+    from model.policy import OverflowState
+
+    def on_request_error(session, state, failure_code, env, signal_aborted=False):
+        outcome, new_state, retry = original(session, state, failure_code, env, signal_aborted)
+        if failure_code == "CONTEXT_WINDOW_EXCEEDED" and not signal_aborted and not retry:
+            return outcome, OverflowState(state.retries, True), True
+        return outcome, new_state, retry
+
+    return on_request_error
+
+
+def _never_reemit(original):
+    """Spec 12 broken: a shadowed snapshot (retained null) is treated as still sent."""
+    from model.runtime_context import NONE
+
+    def project(retained, current, sections, *, id="runtime-context-snapshot"):
+        if retained is NONE:
+            return None
+        return original(retained, current, sections, id=id)
+
+    return project
+
+
+def _pressure_skipped(original):
+    """Spec 9.3 broken: the pre-step listener returns without running `compactIfNeeded`."""
+    from model.policy import PRESSURE
+    from model.transaction import Outcome
+
+    def compact_if_needed(session, mode, env, signal_aborted=False):
+        if mode == PRESSURE:
+            return Outcome(session, labels=("pressure listener skipped (variant)",))
+        return original(session, mode, env, signal_aborted)
+
+    return compact_if_needed
+
+
+def _cut_one_tailward(original):
+    """Spec 7 broken: the range's end moves one node toward the tail, ignoring tool pairing."""
+    from model.region import Range
+
+    def select_compactable_range(session, measurement, retain_tokens):
+        span = original(session, measurement, retain_tokens)
+        if span is None:
+            return None
+        nodes = session.nodes
+        index = nodes.index(span.end)
+        return Range(span.start, nodes[index + 1]) if index + 1 < len(nodes) else span
+
+    return select_compactable_range
+
+
+def _no_balance_check(original):
+    """Spec 8.1 step 2 broken: the entry check accepts any edge cut."""
+    from model.pairing import Cuts
+
+    def validate_surface_region(session, start, end, cuts=None):
+        nodes = session.nodes
+        everywhere = Cuts(nodes, (True,) * (len(nodes) + 1), 0, session.generation)
+        return original(session, start, end, everywhere)
+
+    return validate_surface_region
+
+
+def _free_summaries(original):
+    """Spec 8.2 step 10 broken: the shrink rule prices the framed summary at zero."""
+    return lambda message: 0
+
+
+_RANGE_USERS = ("model.policy", "model.manual", "surfacecheck.runtime.model_levels")
+VARIANTS = {
+    "retry-without-progress": Variant(
+        "retry-without-progress", "explore-no-compaction-loop", "spec 10.2; seed §12",
+        "the overflow listener retries even when the generation did not advance",
+        (("model.policy", "on_request_error", _retry_without_progress),
+         ("surfacecheck.runtime.model_levels", "on_request_error", _retry_without_progress))),
+    "never-reemit-runtime-context": Variant(
+        "never-reemit-runtime-context", "explore-runtime-context-reemitted", "spec 12; seed §14",
+        "a shadowed runtime-context snapshot is never re-emitted",
+        (("model.runtime_context", "project", _never_reemit),)),
+    "pressure-skipped": Variant(
+        "pressure-skipped", "explore-pressure-bounded-response", "spec 9.2-9.3",
+        "the pre-step pressure listener never compacts and records nothing",
+        (("model.policy", "compact_if_needed", _pressure_skipped),
+         ("surfacecheck.runtime.model_levels", "compact_if_needed", _pressure_skipped))),
+    "unbalanced-cut": Variant(
+        "unbalanced-cut", "pairing-balanced-at-replacement-edges", "spec 3, 7, 8.1",
+        "range selection and the entry check ignore tool pairing",
+        tuple((m, "select_compactable_range", _cut_one_tailward) for m in _RANGE_USERS)
+        + (("model.transaction", "validate_surface_region", _no_balance_check),)),
+    "no-shrink-rule": Variant(
+        "no-shrink-rule", "summaries-smaller", "spec 8.2 step 10",
+        "a checkpoint is committed even when it is not smaller than what it shadows",
+        (("model.transaction", "estimate_message", _free_summaries),)),
+}
+
+
+def variant(name: str) -> Variant:
+    if name in ("correct", "model", ""):
+        return CORRECT
+    if name not in VARIANTS:
+        raise KeyError(f"unknown variant {name!r}; known: {', '.join(sorted(VARIANTS))}")
+    return VARIANTS[name]
+
+
+def runtime_factory(v: Variant):
+    """A ``ModelRuntime`` whose every request runs inside the variant's patches."""
+    from surfacecheck.runtime.model_runtime import ModelRuntime
+
+    class VariantRuntime(ModelRuntime):
+        name = f"model:{v.name}"
+
+        def call(self, op, args=None):
+            with v.patched():
+                return super().call(op, args)
+
+    VariantRuntime.__name__ = f"ModelRuntime_{v.name.replace('-', '_')}"
+    return VariantRuntime
+
+
+def _register() -> None:
+    from surfacecheck.runtime.select import register_variant
+
+    for v in VARIANTS.values():
+        register_variant(f"model:{v.name}", lambda v=v: runtime_factory(v)())
+
+
+_register()

@@ -1,0 +1,221 @@
+"""The bounded world: abstract states and the alphabet of actions over the model (seed §4; spec 9-13).
+
+A state is a flat tuple (cheap to hash)::
+
+    (phase, pend, surf, ret, ctx, retries, seen, routed, events, calls, compactions, seq, turn, gen)
+
+``phase`` I idle, P turn open between steps (pre-step next), S step open (request next), T tool
+results pending (``pend`` of them; in P ``pend`` is the queued prompt code). ``surf`` the surface
+as node codes (:mod:`.concrete`), ``ret`` the runtime-context retained state (-2 NEVER, -1 NONE,
+else the surface index of the retained snapshot; spec 12), ``ctx`` the active runtime context
+('', 'X', 'Y'), ``retries``/``seen`` compaction-basic's overflow bookkeeping (spec 10.2),
+``routed`` whether a request header is logged (spec 4.4). Then the bound counters (message
+events, tool calls, compactions) and the *absolute* fields (log length, turn number, generation)
+that the VIEW reduction drops (:mod:`.canonical`).
+
+Actions (``name:argument``): ``prompt:U|V`` (idle), ``ctx:X|Y|-`` (idle or between steps),
+``step:<summary outcome>`` (pre-step: runtime-context candidate, then the pressure listener, then
+``step/start`` and the entered batch — spec 13 steps 4-7), ``reply:A|T1|T2`` (a request that fits),
+``overflow:<outcome>`` (a request at or over the window fails, spec 10), ``result:R|S``,
+``manual:<outcome>`` (``/compact``, idle), ``prune`` and ``reload`` (crash + reopen with
+`session/end-seed`, idle). Summary outcomes: good, big (not smaller), fail, cancel, concurrent.
+Compaction transitions run the model through :mod:`.oracle`; the rest is bookkeeping.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from . import oracle
+from .variants import CORRECT, Variant
+
+OUTCOMES = ("good", "big", "fail", "cancel", "concurrent")
+VIEW_LEN = 11  # fields before the absolute ones
+(PHASE, PEND, SURF, RET, CTX, RETRIES, SEEN, ROUTED, EVENTS, CALLS, COMPS, SEQ, TURN, GEN) = range(14)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """``--events`` message events (prompts, replies, results), ``--tool-pairs`` tool calls,
+    ``--compactions`` successful checkpoints (+ concurrent-change attempts); ``max_seq`` caps the
+    log length (needed only without the VIEW reduction, where seqs make every state distinct)."""
+
+    events: int = 5
+    tool_pairs: int = 2
+    compactions: int = 1
+    max_seq: int | None = None
+
+
+class Edge(NamedTuple):
+    """What a transition did: its kind, whether a typed failure was recorded, the pressure result
+    kind (step edges), whether a step completed, the invariant violations found, and a label."""
+
+    kind: str
+    failure: bool
+    pkind: str
+    completes: bool
+    violations: tuple
+    label: str
+
+
+@dataclass
+class World:
+    bounds: Bounds = field(default_factory=Bounds)
+    settings: oracle.Settings = field(default_factory=oracle.Settings)
+    variant: Variant = CORRECT
+    outcomes: tuple = OUTCOMES
+
+    def __post_init__(self):
+        self._cache: dict = {}
+        self._runs: dict = {}
+        self._candidates: dict = {}
+        self.oracle_calls = 0
+        self._speed = Variant("speedups", patches=oracle.SPEEDUPS)._persistent()
+
+    def initial(self) -> tuple:
+        return ("I", "", (), -2, "", 0, False, False, 0, 0, 0, 0, 0, 0)
+
+    # -- the model-run part, memoised ---------------------------------------------------------------
+    def _run(self, op, phase, surf, routed, retries, seen, outcome) -> oracle.Effect:
+        """The model's effect, memoised on what the op reads: overflow bookkeeping only for overflow,
+        and the summary outcome only when the summarizer is consulted (a `compaction/start` written)."""
+        base = (op, phase, surf, routed) + ((retries,) if op == "overflow" else ())  # spec 10.2 reads retries only
+        eff = self._runs.get(base)  # set when the summarizer was not consulted: any outcome is the same
+        if eff is not None:
+            return eff
+        key = base + (outcome,)
+        eff = self._runs.get(key)
+        if eff is None:
+            self.oracle_calls += 1
+            with self._speed, self.variant.patched():
+                eff = self._runs[key] = oracle.run(op, phase, surf, routed, retries, op == "overflow", outcome,
+                                                   self.settings)
+            if not eff.consulted:
+                self._runs[base] = eff
+        return eff
+
+    def _candidate(self, ret, surf, ctx):
+        key = (surf[ret] if ret >= 0 else ret, ctx)
+        if key not in self._candidates:
+            with self.variant.patched():
+                self._candidates[key] = oracle.candidate(ret, surf, ctx)
+        return self._candidates[key]
+
+    # -- transitions ------------------------------------------------------------------------------
+    def successors(self, state: tuple, bounded: bool = True) -> list[tuple[str, tuple, Edge]]:
+        """Every enabled action and its successor; bounds are applied here, per state (``bounded``)."""
+        core = state[:EVENTS]
+        moves = self._cache.get(core)
+        if moves is None:
+            moves = self._cache[core] = self._moves(*core)
+        b, out = self.bounds, []
+        events, calls, comps, seq, turn, gen = state[EVENTS:]
+        for action, new_core, de, dc, dk, ds, dt, dg, edge in moves:
+            if not bounded:
+                pass
+            elif events + de > b.events or calls + dc > b.tool_pairs or comps + dk > b.compactions:
+                continue
+            if bounded and b.max_seq is not None and seq + ds > b.max_seq:
+                continue
+            out.append((action, new_core + (events + de, calls + dc, comps + dk, seq + ds, turn + dt, gen + dg), edge))
+        return out
+
+    def _moves(self, phase, pend, surf, ret, ctx, retries, seen, routed) -> list:
+        """The transitions of one core (the state minus counters): (action, core', Δevents, Δcalls,
+        Δcompactions, Δseq, Δturn, Δgeneration, edge)."""
+        moves: list = []
+        if phase in ("I", "P"):
+            for c in ("", "X", "Y"):
+                if c != ctx:
+                    moves.append((f"ctx:{c or '-'}", (phase, pend, surf, ret, c, retries, seen, routed),
+                                  0, 0, 0, 0, 0, 0, Edge("ctx", False, "", False, (), f"runtime context -> {c or 'none'}")))
+            if "S" in surf:
+                self._effect_moves(moves, "prune", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
+        if phase == "I":
+            for code in ("U", "V"):
+                moves.append((f"prompt:{code}", ("P", code, surf, ret, ctx, 0, seen, routed), 1, 0, 0, 1, 1, 0,
+                              Edge("prompt", False, "", False, (), f"turn/start; prompt {code} queued")))
+            self._effect_moves(moves, "manual", self.outcomes, phase, pend, surf, ret, ctx, retries, seen, routed)
+            self._effect_moves(moves, "reload", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
+        elif phase == "P":
+            self._step_moves(moves, pend, surf, ret, ctx, retries, seen, routed)
+        elif phase == "S":
+            self._request_moves(moves, surf, ret, ctx, retries, seen, routed)
+        else:  # T: tool results pending
+            for code in ("R", "S"):
+                last = pend == 1
+                moves.append((f"result:{code}", ("P" if last else "T", "" if last else pend - 1, surf + (code,), ret, ctx,
+                                                 retries, seen, routed), 1, 0, 0, 3 if last else 2, 0, 0,
+                              Edge("result", False, "", last, (), f"tool/call + tool/result {code}"
+                                   + ("; step/end" if last else ""))))
+        return _dedupe(moves)
+
+    def _effect_moves(self, moves, op, outcomes, phase, pend, surf, ret, ctx, retries, seen, routed):
+        for outcome in outcomes:
+            eff = self._run(op, phase, surf, routed, retries, seen, outcome)
+            new_ret = oracle.follow_retained(op, ret, eff)
+            if op in ("prune", "reload") and eff.events == 0 and eff.surf == surf and new_ret == ret and not eff.violations:
+                continue
+            new_retries, new_seen = (eff.retries, eff.seen) if op == "reload" else (retries, seen)
+            moves.append((f"{op}:{outcome}" if outcome else op,
+                          (phase, pend, eff.surf, new_ret, ctx, new_retries, new_seen, routed),
+                          0, 0, _comps(eff), eff.events, 0, _gen(surf, eff), Edge(op, eff.failure, eff.kind, False,
+                                                                                   eff.violations, eff.label)))
+
+    def _step_moves(self, moves, pend, surf, ret, ctx, retries, seen, routed):
+        """Pre-step (spec 13 steps 4-7): candidate first, then the pressure listener, then the entries."""
+        cand = self._candidate(ret, surf, ctx)
+        for outcome in self.outcomes:
+            if routed:
+                eff = self._run("pressure", "P", surf, routed, retries, seen, outcome)
+            else:  # spec 9.2 step 1: no routed target, no events
+                eff = oracle.Effect(surf, tuple(range(len(surf))), retries, seen, "unrouted", False, 0, 0, 0, False, (),
+                                    "pressure: no route")
+            entered = ((pend,) if pend else ()) + ((cand,) if cand else ())
+            new_surf = eff.surf + entered
+            new_ret = len(new_surf) - 1 if cand else oracle.follow_retained("pressure", ret, eff)
+            label = f"pre-step {eff.label}; step/start" + (f"; entered {' '.join(entered)}" if entered else "")
+            moves.append((f"step:{outcome}", ("S", "", new_surf, new_ret, ctx, retries, seen, routed),
+                          0, 0, _comps(eff), eff.events + 1 + len(entered), 0, _gen(surf, eff),
+                          Edge("step", eff.failure, eff.kind, False, eff.violations, label)))
+
+    def _request_moves(self, moves, surf, ret, ctx, retries, seen, routed):
+        """A request (spec 13 step 8): it fits and a reply lands, or it overflows (spec 10.1)."""
+        route = 0 if routed else 2
+        if oracle.total(surf) < self.settings.context_window:
+            after_retries = 0 if seen else retries  # spec 10.2 (D3): reset on an assistant/message after overflow
+            moves.append(("reply:A", ("I", "", surf + ("A",), ret, ctx, 0, seen, True), 1, 0, 0, route + 5 + 1 + 3, 0, 0,
+                          Edge("reply", False, "", True, (), "request; assistant text; step/end; turn/end")))
+            for k in (1, 2):
+                moves.append((f"reply:T{k}", ("T", k, surf + (f"T{k}",), ret, ctx, after_retries, seen, True), 1, k, 0,
+                              route + 3 * k + 2 + 1, 0, 0, Edge("reply", False, "", False, (),
+                                                                f"request; assistant with {k} tool call(s)")))
+            return
+        for outcome in self.outcomes:
+            eff = self._run("overflow", "S", surf, True, retries, seen, outcome)
+            retry = eff.kind == "retry"
+            new_ret = oracle.follow_retained("overflow", ret, eff)
+            nxt = ("S", "", eff.surf, new_ret, ctx, eff.retries, eff.seen, True) if retry else \
+                  ("I", "", eff.surf, new_ret, ctx, 0, eff.seen, True)
+            moves.append((f"overflow:{outcome}", nxt, 0, 0, _comps(eff), route + 1 + eff.events + (0 if retry else 3),
+                          0, _gen(surf, eff), Edge("overflow", eff.failure, eff.kind, not retry, eff.violations,
+                                                   f"request overflowed; {eff.label}")))
+
+
+def _comps(eff: oracle.Effect) -> int:
+    return eff.checkpoints + (1 if eff.concurrent and not eff.checkpoints else 0)
+
+
+def _gen(surf, eff) -> int:
+    return eff.gen
+
+
+def _dedupe(moves: list) -> list:
+    """Keep the first action per distinct (successor, deltas): outcomes that do the same are one edge."""
+    seen, out = set(), []
+    for move in moves:
+        key = move[1:8] + (move[8].violations, move[8].failure, move[8].pkind)
+        if key not in seen:
+            seen.add(key)
+            out.append(move)
+    return out
