@@ -186,8 +186,19 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
         + (f" ({total['known']} known corpus logs dsh cannot load either; --strict fails on them)" if total.get("known") else ""),
         "violated": f"VIOLATED: {total['violations']} violation(s) in {total['violated']} of {total['logs']} logs",
         "inconclusive": f"INCONCLUSIVE: {total['inconclusive']} of {total['logs']} logs reached no verdict",
-    }[report["verdict"]]
-    out += ["", f"{verdict} (exit {report['exit_code']})"]
+    }[report.get("logs_verdict", report["verdict"])]
+    stages = report.get("stages") or {}
+    if not stages:
+        out += ["", f"{verdict} (exit {report['exit_code']})"]
+    else:
+        out += ["", f"logs: {verdict}", "", "stages:"]
+        out += [f"  {name:<9} {row['status']:<13} {row['seconds']:>7.1f} s" for name, row in stages.items()]
+        word = {"held": "ALL HELD", "violated": "VIOLATED", "inconclusive": "INCONCLUSIVE"}[report["verdict"]]
+        failing = [name for name, row in stages.items() if row["status"] in ("violation", "inconclusive")]
+        if report.get("logs_verdict") not in (None, "held"):
+            failing.insert(0, "logs")
+        out += ["", f"{word}" + (f" ({', '.join(failing)})" if failing else ": logs and every stage") +
+                f" (exit {report['exit_code']})"]
     if report_files:
         out.append("reports: " + ", ".join(str(p) for p in report_files))
     return "\n".join(out) + "\n"

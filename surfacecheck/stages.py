@@ -63,6 +63,7 @@ def add_stages(report: dict[str, Any], results: list[StageResult]) -> None:
     report["stages"] = {
         r.name: {"status": r.status, "seconds": round(r.seconds, 3), "summary": r.summary} for r in results
     }
+    report["logs_verdict"] = report["verdict"]
     logs_status = {"held": OK, "violated": VIOLATION, "inconclusive": INCONCLUSIVE}[report["verdict"]]
     verdict = _VERDICT[fold_status([logs_status] + [r.status for r in results if r.status != SKIPPED])]
     report["verdict"], report["exit_code"] = verdict, _EXIT[verdict]

@@ -18,13 +18,15 @@ def _finding_line(f) -> str:
     return f"  {f.severity:<7} seq {seq:>6}  {f.rule}: {f.message}{known}"
 
 
-def human(report: AuditReport, verbose: bool = False) -> str:
-    """One line per log with findings (every log with ``verbose``), its findings, then the summary."""
+def human(report: AuditReport, verbose: bool = False, known: bool = True) -> str:
+    """One line per log with findings (every log with ``verbose``), its findings, then the summary.
+    ``known=False`` leaves out the registered, spec-explained findings (the summary still counts them)."""
     lines = []
     for log in report.logs:
-        if log.findings or verbose:
+        shown = [f for f in log.findings if known or f.known is None]
+        if shown or verbose:
             lines.append(_log_line(log))
-            lines.extend(_finding_line(f) for f in log.findings)
+            lines.extend(_finding_line(f) for f in shown)
     counts = report.counts()
     lines.append(f"audit: {counts['logs']} logs, {counts['errors']} errors, {counts['warnings']} warnings "
                  f"({counts['known']} known, listed in surfacecheck/audit/known_findings.json)"

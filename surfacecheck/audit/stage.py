@@ -67,4 +67,4 @@ def stage(ctx: CheckContext) -> StageResult:
     summary = dict(counts, unreadable=len(report.unreadable),
                    findings={log_key(Path(log.path)): [f.to_json() for f in log.findings]
                              for log in report.logs if log.findings})
-    return StageResult("audit", status, summary, human(report), cases, time.perf_counter() - started)
+    return StageResult("audit", status, summary, human(report, known=ctx.strict), cases, time.perf_counter() - started)
