@@ -139,43 +139,74 @@ class RetriesWithinBudget:
 
 RUNTIME_CONTEXT_SOURCE = "@deepseek-ai/dsh-system-prompt"
 REQUEST_EVENTS = frozenset({"assistant/chunk", "assistant/message", "request/header", "request/context"})
+CONTEXT_HEADER = "Current runtime context. This snapshot supersedes earlier runtime-context snapshots.\n\n"
+CLEARED = "Current runtime context: none. Earlier runtime-context snapshots no longer apply."
 
 
-@register("runtime-context-reemitted", section="spec 12 (one-request window); seed §14", level="policy",
-          description="a runtime-context snapshot already shadowed when a step's pre-step starts is back on the "
-                      "surface by that step's request")
+def context_text(sections: list) -> str:
+    """`joinContextSections` (spec 12): '' without text, else the header and the texts."""
+    body = "\n\n".join(str(s.get("text", "")) for s in sections if isinstance(s, dict))
+    return CONTEXT_HEADER + body if body else ""
+
+
+@register("runtime-context-reemitted", section="spec 12 (one-request window), 13 steps 4-7; seed §14", level="policy",
+          description="a runtime-context snapshot already shadowed (or stale) when a step's pre-step starts is back "
+                      "on the surface by that step's request; one shadowed during the pre-step may miss that request")
 class RuntimeContextReemitted:
-    """Snapshots are the driver's `user/message`s with the runtime-context plugin source; a snapshot
-    shadowed *during* a pre-step may miss that step's request (spec 12 one-request window, §15 G2),
-    one already missing when the pre-step starts may not."""
+    """Snapshots are owned `user/message`s (plugin `@deepseek-ai/dsh-system-prompt`). A ``pre_step`` with
+    ``context`` makes the RUNTIME responsible: the snapshot it writes (``snapshot`` seq) is judged against the
+    surface as it was when that pre-step began, so a snapshot shadowed by the pre-step's own compaction may be
+    absent from this request (spec 12 one-request window, §15 G2) and must come back at the next pre-step.
+    Without ``context`` the driver's own snapshot appends are judged at the step's first request event."""
 
     name = "runtime-context-reemitted"
 
     def __init__(self) -> None:
         self.snapshots: dict[int, str | None] = {}
         self.wanted: str | None = None
+        self.nodes: list[int] = []
         self.visible = True
         self.due = False
         self.entering = False
+
+    def shown(self, nodes: list[int]) -> bool:
+        """The newest owned snapshot on ``nodes`` carries the wanted text (retained and current, spec 12)."""
+        visible = [seq for seq in nodes if seq in self.snapshots]
+        return bool(visible) and self.snapshots[max(visible)] == self.wanted
 
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         event = step.args.get("event") if step.op == "append" and isinstance(step.args.get("event"), dict) else {}
         data = event.get("data") if isinstance(event.get("data"), dict) else {}
         kind = event.get("type")
-        if step.op in ("reset", "reload"):
+        if step.op == "reset":
             self.__init__()
-        if step.op == "pre_step":
+        runtime_judged = step.op == "pre_step" and isinstance(step.args.get("context"), list)
+        if runtime_judged:
+            text = context_text(step.args["context"])
+            self.wanted = text or (CLEARED if self.snapshots else None)
+            self.due = self.wanted is not None and not self.shown(self.nodes)  # the state the candidate saw
+            snapshot = result.get("snapshot") if isinstance(result, dict) else None
+            if isinstance(snapshot, int) and not isinstance(snapshot, bool):
+                self.snapshots[snapshot] = self.wanted
+        elif step.op == "pre_step":
             self.due = not self.visible
         source = data.get("source") if isinstance(data.get("source"), dict) else {}
         if kind == "user/message" and source.get("plugin") == RUNTIME_CONTEXT_SOURCE and "error" not in result:
             content = data.get("content") or [{}]
             self.wanted = content[0].get("text") if isinstance(content[0], dict) else None
             self.snapshots[result.get("seq")] = self.wanted
-        if self.snapshots:
+        if self.snapshots or runtime_judged:
             surface = query("surface", {})
             nodes = surface.get("nodes") if isinstance(surface, dict) else None
-            shown = [seq for seq in (nodes if isinstance(nodes, list) else []) if seq in self.snapshots]
-            self.visible = bool(shown) and self.snapshots[max(shown)] == self.wanted
+            self.nodes = list(nodes) if isinstance(nodes, list) else []
+            self.visible = self.shown(self.nodes)
+        if runtime_judged:
+            if self.due and not self.visible and "error" not in result:
+                return Violation(self.name, "the runtime-context snapshot was already shadowed or stale when this "
+                                            "pre-step began, and the runtime did not enter it back for this step's "
+                                            "request", number, self.wanted, result.get("snapshot"))
+            self.due = False
+            return None
         if kind == "step/start":
             self.entering = True
         elif kind in REQUEST_EVENTS and self.entering:

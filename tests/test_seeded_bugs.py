@@ -52,3 +52,20 @@ def test_every_committed_regression_fails_on_its_bug_and_passes_on_the_embedded_
         trace = read_trace(path)
         assert replay_trace(trace).exit_code == 1, f"{path.name} no longer fails on {trace.runtime}"
         assert replay_trace(trace, "embedded").exit_code == 0, f"{path.name} fails on embedded"
+
+
+def test_compaction_level_bugs_each_replace_one_method_through_the_runtime_hooks():
+    """Point 2 of the follow-up: compaction-level bugs plug in via ``compaction_class`` / ``transaction_class``
+    and override exactly one method of the embedded Compactor or Transaction (one idea each)."""
+    from surfacecheck.runtime.embedded import EmbeddedRuntime
+
+    compaction = [bug for bug in BUGS.values() if bug.level == "compaction"]
+    assert len(compaction) >= 3
+    for bug in compaction:
+        changed = [attr for attr in ("compaction_class", "transaction_class")
+                   if getattr(bug.runtime, attr) is not getattr(EmbeddedRuntime, attr)]
+        assert len(changed) == 1, bug.name
+        cls = getattr(bug.runtime, changed[0])
+        own = [name for name in vars(cls) if not name.startswith("__")]
+        assert len(own) == 1, (bug.name, own)
+        assert bug.section.startswith("spec ")

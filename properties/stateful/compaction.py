@@ -22,6 +22,13 @@ bad_budgets = st.sampled_from(({"thresholdChars": 0}, {"headChars": 500, "tailCh
                                {"limit": 5}))
 
 
+CONCURRENT = ("append", "log-only", "replace")
+faults = st.fixed_dictionaries({}, optional={
+    "fail_appends": st.lists(st.sampled_from(("compaction/summary", "checkpoint", "compaction/end", "error-close")),
+                             min_size=1, max_size=2, unique=True),
+    "flush_fails": st.booleans(), "cancel_during_flush": st.booleans()})
+
+
 class CompactionMachine(LogMachine):
     level = "compaction"
 
@@ -35,7 +42,7 @@ class CompactionMachine(LogMachine):
 
     @rule(retain=st.integers(0, 120), arbitrary=ev.rarely,
           a=st.integers(0, 50), b=st.integers(0, 50), manual=st.booleans(), script=ev.summary_scripts,
-          concurrent=ev.weighted(st.none(), st.sampled_from(("append", "log-only", "replace")), 4),
+          concurrent=ev.weighted(st.none(), st.sampled_from(CONCURRENT), 4),
           aborted=ev.rarely)
     def compact(self, retain, arbitrary, a, b, manual, script, concurrent, aborted):
         nodes = self.surface()
@@ -45,7 +52,27 @@ class CompactionMachine(LogMachine):
         if span is None:
             i, j = sorted((a % len(nodes), b % len(nodes)))
             span = {"start": nodes[i], "end": nodes[j]}
+        self._compact(span, manual, script, concurrent, aborted)
+
+    @rule(texts=st.lists(ev.long_texts, min_size=2, max_size=4))
+    def prompt_burst(self, texts):
+        """Several long prompts: a compactable, balanced head appears (spec 7)."""
+        for text in texts:
+            self.append(ev.user_message(text, self.fresh("u")), "user/message: a long prompt")
+
+    @rule(retain=st.integers(0, 80), script=ev.summary_scripts, concurrent=st.sampled_from((None,) + CONCURRENT),
+          flip=ev.rarely, faults=ev.weighted(st.none(), faults, 6))
+    def compact_head(self, retain, script, concurrent, flip, faults):
+        """The producers' usual call: the head span ``select_range`` proposes, automatic inside an open turn and
+        manual between turns (spec 8.1 step 5), with another producer writing half the time (spec 8.2 step 12)
+        and, rarely, the outside world failing an append or the flush (spec 8.3, 11.2)."""
+        span = self.ask("select_range", {"retain_tokens": retain}).get("range")
+        if span is not None:
+            self._compact(span, self.turn_open == flip, script, concurrent, False, faults)
+
+    def _compact(self, span, manual, script, concurrent, aborted, faults=None):
         script = dict(script)
+        nodes = self.surface()
         if concurrent == "append":
             script["concurrent"] = [["user/message", ev.user_message("meanwhile", self.fresh("u"))["data"], "append"]]
         elif concurrent == "log-only":
@@ -57,6 +84,9 @@ class CompactionMachine(LogMachine):
         args = {"start": span["start"], "end": span["end"], "manual": manual, "summary": script}
         if aborted:
             args["aborted"] = True
+        if faults:
+            args["faults"] = faults
         self.do("compact", args, f"compactSurfaceRegion {span['start']}-{span['end']} "
                                  f"({'manual' if manual else 'automatic'}, summary {script.get('outcome')}"
-                                 f"{', concurrent ' + concurrent if concurrent else ''})")
+                                 f"{', concurrent ' + concurrent if concurrent else ''}"
+                                 f"{', faults ' + str(faults) if faults else ''})")

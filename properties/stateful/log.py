@@ -41,18 +41,14 @@ class LogMachine(LockstepMachine):
             self.step = 0
             self.append({"type": "turn/start", "data": {"turn": self.turn}}, f"turn/start {self.turn}")
             self.turn_open = True
-        self.before_step()
         self.step += 1
+        self.open_step()
+        self.step_open, self.answered = True, False
+
+    def open_step(self) -> None:
+        """Hook: the agent loop's pre-step and `step/start` (spec 13 steps 2-7); here just `step/start`."""
         self.append({"type": "step/start", "data": {"turn": self.turn, "step": self.step}},
                     f"step/start {self.turn}/{self.step}")
-        self.step_open, self.answered = True, False
-        self.after_step_start()
-
-    def before_step(self) -> None:
-        """Hook: what the agent loop runs between the turn's start and `step/start` (spec 13)."""
-
-    def after_step_start(self) -> None:
-        """Hook: what the agent loop enters after `step/start` (spec 13, D9)."""
 
     @precondition(lambda self: self.step_open)
     @rule(close_turn=st.booleans())

@@ -3,7 +3,10 @@ reload, under a generated runtime policy and context window (spec 9, 10.2, 11, 1
 
 Each example configures a policy (the corpus ``policies/*.json`` shape) with a small window so
 pressure is reached within a few prompts, routes the session with a ``request/header``, then
-interleaves the log machine's events with the listeners.
+interleaves the log machine's events with the listeners. Every step opens with ``pre_step {context,
+step}``: the runtime itself projects the runtime-context candidate before the pressure listener and
+enters `step/start` and the snapshot (spec 12, 13 steps 4-7), so ``runtime-context-reemitted`` judges
+the runtime's writes, not the driver's.
 """
 from __future__ import annotations
 
@@ -25,8 +28,10 @@ policies = st.builds(
 class PolicyMachine(LogMachine):
     level = "policy"
 
-    @initialize(policy=policies, window=st.integers(200, 1200), routed=st.booleans(), queue=st.booleans())
-    def configure(self, policy, window, routed, queue):
+    @initialize(policy=policies, window=st.integers(200, 1200), routed=st.booleans(), queue=st.booleans(),
+                sections=ev.weighted(st.just(("sandbox: read-only",)), st.just(()), 3))
+    def configure(self, policy, window, routed, queue, sections):
+        self.sections = sections  # the runtime-context sections active from the first step (spec 12)
         args = {"policy": policy, "context_window": window}
         if routed:
             args["route"] = {"provider": ev.PROVIDER, "model": ev.MODELS[0]}
@@ -40,30 +45,15 @@ class PolicyMachine(LogMachine):
         args = {} if scripts is None else {"summaries": scripts}
         self.do("pre_step", args, "agent/pre-step: the pressure listener (compactIfNeeded 'pressure')")
 
-    def before_step(self) -> None:
-        """Every step starts with the `agent/pre-step` waterfall, where pressure runs (spec 9.3, 13); the
-        runtime-context candidate is computed before it (spec 12) and entered after `step/start` (D9)."""
-        candidate = self._context_candidate()
-        self.do("pre_step", {}, "agent/pre-step before step/start: the pressure listener")
-        self.pending_snapshot = candidate
-
-    def after_step_start(self) -> None:
-        text, self.pending_snapshot = getattr(self, "pending_snapshot", None), None
-        if text is not None:
-            seq = self.append(ev.context_snapshot(text, self.fresh("ctx")), "runtime-context snapshot (spec 12)")
-            self.retained = None if seq is None else (seq, text)
-
-    def _context_candidate(self) -> str | None:
-        """`project(current)` (spec 12): the snapshot text to enter, or None when the retained one is visible."""
-        sections = getattr(self, "sections", ())
-        retained = getattr(self, "retained", None)
-        if retained is not None and retained[0] not in self.surface():
-            retained = self.retained = None  # shadowed by a replacement
-        if retained is None and not sections and not getattr(self, "ever", False):
-            return None
-        self.ever = True
-        text = ev.context_text(sections)
-        return None if retained is not None and retained[1] == text else text
+    def open_step(self) -> None:
+        """The pre-step the runtime runs itself (spec 13 steps 4-7): the runtime-context candidate is
+        projected from the active sections before the pressure listener, then `step/start` and the
+        candidate are entered (D9); the monitor judges what the runtime wrote (spec 12)."""
+        sections = [{"name": text.split(":")[0], "text": text} for text in getattr(self, "sections", ())]
+        result = self.do("pre_step", {"context": sections, "step": {"turn": self.turn, "step": self.step}},
+                         f"agent/pre-step {self.turn}/{self.step}: runtime context, pressure, step/start")
+        if "error" in result or "step/start" not in (result.get("appended") or []):
+            super().open_step()  # a refused pre-step wrote nothing: the loop still opens its step
 
     @rule(sections=st.lists(st.sampled_from(("sandbox: read-only", "sandbox: workspace-write", "cwd: /repo",
                                              "network: off")), max_size=2, unique=True))

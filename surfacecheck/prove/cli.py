@@ -1,14 +1,86 @@
-"""Command line of ``surfacecheck prove`` (placeholder until the capability lands)."""
+"""Command line of ``surfacecheck prove`` (issue 5): Z3 obligations with negative controls."""
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+from pathlib import Path
 
-def _not_yet(args) -> int:
-    sys.stderr.write(f"surfacecheck {args.command}: error: not available yet\n")
-    return 2
+DESCRIPTION = """\
+Prove six obligations about the reference model with Z3, each by running the model's own
+functions on symbolic surfaces (up to --bound nodes, symbolic kinds and prices) or by
+k-induction (unbounded):
+  cut-legality              spec 7: range selection is balanced, head-anchored, nearest cut
+  pairing-ids               spec 3: count-balanced == id-closed when ids answer uniquely
+  incremental-pairing       spec 3: the cached cut fold == the full fold (append, replace)
+  generation-progress       spec 2.1, 9.2, 10.2: replaces count; retries need progress
+  projection-equivalence    spec 5.1: projection == recount on fully metered logs (k-induction)
+  smallest-compactable-span spec 8.2, 9.4: spans <= 103 tokens never shrink; retry picks the checkpoint
+Every obligation has negative controls (deliberately wrong variants) that Z3 must refute; each
+counterexample is written as a trace (surfacecheck-trace/1) and replayed through the model (or
+the wrong variant, model:prove-...) to show the same violation. Progress goes to stderr."""
+
+EPILOG = """\
+exit codes:
+  0  every obligation proved, every negative control refuted and replayed
+  1  an obligation refuted, or a negative control not refuted / not replayed
+  2  bad usage (unknown obligation, negative bound)
+  3  inconclusive: some obligation unknown (solver gave up), nothing failed
+"""
+
+
+def _bound(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--bound must be an integer, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError("--bound must be >= 0")
+    return number
 
 
 def register(commands) -> None:
-    """Add this capability's subcommands to the ``surfacecheck`` parser."""
-    p = commands.add_parser('prove', help='prove cut legality, generation progress and projection equivalence with Z3', description='prove cut legality, generation progress and projection equivalence with Z3')
-    p.set_defaults(func=_not_yet)
+    """Add ``prove`` to the ``surfacecheck`` parser."""
+    from properties.proofs import DEFAULT_BOUND
+    from surfacecheck.check import DEFAULT_REPORT_DIR
+
+    p = commands.add_parser("prove", help="prove cut legality, generation progress and projection equivalence with Z3",
+                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bound", type=_bound, default=DEFAULT_BOUND, metavar="N",
+                   help="largest symbolic surface, in nodes (default: %(default)s)")
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="run only this obligation (repeatable, or comma-separated)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    p.add_argument("--trace-dir", metavar="DIR", default=str(DEFAULT_REPORT_DIR / "traces"),
+                   help="where counterexample traces go (default: %(default)s)")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from properties.proofs import names
+
+    from .run import prove
+
+    only = [name.strip() for value in (args.only or []) for name in value.split(",") if name.strip()] or None
+    unknown = [name for name in only or [] if name not in names()]
+    if unknown:
+        return _usage(args, f"unknown obligation {', '.join(unknown)}; known: {', '.join(names())}")
+    trace_dir = Path(args.trace_dir)
+    try:
+        trace_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _usage(args, f"{trace_dir}: cannot create the trace directory: {exc.strerror}")
+    command = "surfacecheck prove " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else None
+    report = prove(args.bound, only, trace_dir, err=sys.stderr, command=command)
+    if args.json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(report.text() + "\n")
+    return report.exit_code
+
+
+def _usage(args, message: str) -> int:
+    if args.json:
+        sys.stdout.write(json.dumps({"command": "prove", "verdict": "error", "exit_code": 2, "error": message}) + "\n")
+    sys.stderr.write(f"surfacecheck prove: error: {message}\n")
+    return 2

@@ -143,3 +143,33 @@ def failure(error) -> dict | None:
     if error is None:
         return None
     return refusal(error)["error"]
+
+
+def context_sections(args: dict) -> list[dict] | None:
+    """``pre_step``'s optional ``context``: the runtime-context sections ``[{name, text}]`` active for this
+    step (spec 12, 13 step 4), or None when the driver does not ask the runtime to project runtime context."""
+    sections = args.get("context")
+    if sections is None:
+        return None
+    if not isinstance(sections, list) or not all(
+            isinstance(s, dict) and set(s) == {"name", "text"} and isinstance(s["name"], str)
+            and isinstance(s["text"], str) for s in sections):
+        raise ProtocolError("bad-args", "context is a list of runtime-context sections {name: string, text: string}")
+    return [{"name": s["name"], "text": s["text"]} for s in sections]
+
+
+def step_marker(args: dict) -> dict | None:
+    """``pre_step``'s optional ``step {turn, step}``: the runtime opens the step itself (`step/start`, spec 13
+    step 7) after the pressure listener, before entering the runtime-context candidate (D9)."""
+    marker = args.get("step")
+    if marker is None:
+        return None
+    if not isinstance(marker, dict) or set(marker) != {"turn", "step"} or not all(
+            isinstance(marker[k], int) and not isinstance(marker[k], bool) for k in ("turn", "step")):
+        raise ProtocolError("bad-args", "step is {turn: integer, step: integer}")
+    return {"turn": marker["turn"], "step": marker["step"]}
+
+
+def snapshot_id(seq: int) -> str:
+    """The id of a runtime-context snapshot entered at ``seq`` (dsh mints a UUID; the protocol fixes this one)."""
+    return f"runtime-context-{seq}"

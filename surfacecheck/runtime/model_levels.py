@@ -20,12 +20,14 @@ from model.policy import PRESSURE, Environment, OverflowState, compact_if_needed
 from model.prune_content import resolve_pruner_config
 from model.pruner import prune_session
 from model.region import select_compactable_range
-from model.session import seeded
+from model.runtime_context import project_sections, restore_retained
+from model.session import append, seeded
 from model.summarizer import ScriptedSummarizer, SummaryScript
 from model.transaction import TransactionOptions, compact_surface_region
 
 from .api import ProtocolError
-from .codec import compaction_result, failure, faults, refusal, require, summary_scripts
+from .codec import (compaction_result, context_sections, failure, faults, refusal, require, snapshot_id, step_marker,
+                    summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
 
@@ -170,26 +172,51 @@ class _Ops:
         return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}
 
     def pre_step(self, args: dict) -> dict:
-        """The `agent/pre-step` pressure listener (spec 9.2-9.3): errors are warned once per target key."""
+        """Spec 13 steps 4-7: the runtime-context candidate (``context``) is projected *before* the
+        `agent/pre-step` pressure listener (spec 12 one-request window); pressure errors are warned once per
+        target key (spec 9.2-9.3); then `step/start` (``step``) and the candidate, last of the batch (D9)."""
+        sections, marker = context_sections(args), step_marker(args)
+        before = len(self.rt.session.log)
+        candidate = None if sections is None else project_sections(self.rt.retained, sections)
         if not self.state.env.policy.compaction.auto:
-            return {"kind": "disabled", "result": None, "failure": None,
-                    "generation": self.rt.session.generation, "appended": []}
-        env = self.state.env
-        try:
-            outcome, common = self._run(args, lambda s, summ, f: compact_if_needed(
-                s, PRESSURE, dc_replace(env, summarizer=summ, faults=f)))
-        except ModelError as exc:
-            return refusal(exc)
+            reply = {"kind": "disabled", "result": None, "failure": None}
+        else:
+            env = self.state.env
+            try:
+                outcome, common = self._run(args, lambda s, summ, f: compact_if_needed(
+                    s, PRESSURE, dc_replace(env, summarizer=summ, faults=f)))
+            except ModelError as exc:
+                return refusal(exc)
+            reply = {"kind": self._pressure_kind(outcome, bool(common["appended"])),
+                     "result": compaction_result(outcome.value), "failure": failure(outcome.error)}
+        snapshot = self._enter(marker, candidate)
+        reply.update(generation=self.rt.session.generation,
+                     appended=[event.type for event in self.rt.session.log[before:]])
+        if sections is not None:
+            reply["snapshot"] = snapshot
+        return reply
+
+    def _pressure_kind(self, outcome, wrote: bool) -> str:
         error = outcome.error
         if error is None:
-            kind = "compacted" if outcome.value is not None else ("pruned" if common["appended"] else "noop")
-        elif isinstance(error, TargetPressureConfigError) and error.target_key in self.state.warned:
-            kind = "silent"
-        else:
-            if isinstance(error, TargetPressureConfigError):
-                self.state.warned.add(error.target_key)
-            kind = "warned"
-        return {"kind": kind, "result": compaction_result(outcome.value), "failure": failure(error), **common}
+            return "compacted" if outcome.value is not None else ("pruned" if wrote else "noop")
+        if isinstance(error, TargetPressureConfigError):
+            if error.target_key in self.state.warned:
+                return "silent"
+            self.state.warned.add(error.target_key)
+        return "warned"
+
+    def _enter(self, marker: dict | None, candidate: dict | None) -> int | None:
+        """`step/start {turn, step}` then the runtime-context candidate as an appended `user/message` (D9)."""
+        session = self.rt.session
+        if marker is not None:
+            session, _ = append(session, "step/start", dict(marker))
+        seq = None
+        if candidate is not None:
+            seq = session.next_seq
+            session, _ = append(session, "user/message", {**candidate, "id": snapshot_id(seq)}, surface_op="append")
+        self.rt.adopt(session)
+        return seq
 
     def request_error(self, args: dict) -> dict:
         """The `agent/request-error` listener (spec 10.2): ``retry`` only after generation progress."""
@@ -241,9 +268,14 @@ class _Ops:
             session = seeded(self.rt.session.log)
         except ModelError as exc:
             return refusal(exc)
+        try:  # the agent's constructor scan (spec 12): dsh's throw makes agent creation fail
+            retained = restore_retained(session)
+        except ModelError as exc:
+            return refusal(exc)
         before_len = len(self.rt.session.log)
         self.state.reopen()
         self.rt.reset_state(session)
+        self.rt.retained = retained
         return {"generation": session.generation,
                 "appended": [event.type for event in session.log[before_len:]]}
 

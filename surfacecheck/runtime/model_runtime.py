@@ -2,8 +2,9 @@
 
 State is the immutable :class:`model.session.Session` plus the folds a live dsh session keeps
 beside it: the token meter's replay state (spec 4.2, :func:`model.meter.fold_meter`), the O(1)
-shadow-price projection (spec 5.1, :func:`model.projection.fold_claim`) and the tool-pairing cache
-(spec 3, :func:`model.pairing.refresh_cuts`). Each fold is advanced over every committed event.
+shadow-price projection (spec 5.1, :func:`model.projection.fold_claim`), the tool-pairing cache
+(spec 3, :func:`model.pairing.refresh_cuts`) and the retained runtime-context snapshot (spec 12,
+:func:`model.runtime_context.fold_retained`). Each fold is advanced over every committed event.
 A fold that throws stays stuck at the event before (spec 4.2: "a failing event remains unread and
 fails again on every read"): ``measure`` then answers the refusal, ``projection`` a null total.
 
@@ -18,6 +19,7 @@ from model.event import Event
 from model.meter import MeterState, fold_meter, measure_state
 from model.pairing import Cuts, refresh_cuts
 from model.projection import SurfaceProjection, fold_claim
+from model.runtime_context import NEVER, fold_retained
 from model.session import Session, append
 
 from .api import LEVELS, PROTOCOL, ProtocolError, ops_at
@@ -75,6 +77,7 @@ class ModelRuntime:
         self.projection = SurfaceProjection()
         self.projection_error: ModelError | None = None
         self.cuts: Cuts | None = None
+        self.retained = NEVER  # the runtime-context projection's state (spec 12), live rule per event
         self.adopt(session)
 
     def adopt(self, session: Session) -> None:
@@ -96,6 +99,7 @@ class ModelRuntime:
                 self.projection = SurfaceProjection(self.projection.total + step.delta, step.claim)
             except _FOLD_ERRORS as exc:
                 self.projection_error = _as_model_error(exc, event)
+        self.retained = fold_retained(self.retained, event)
         if self.level_state is not None:
             self.level_state.observe(event)
 

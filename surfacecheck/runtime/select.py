@@ -15,7 +15,10 @@ from .api import Runtime
 
 DEFAULT_TIMEOUT = 10.0
 _VARIANTS: dict[str, Callable[[], Runtime]] = {}
-_VARIANT_PROVIDERS: list[str] = ["surfacecheck.explore.variants"]  # negative-control models
+_VARIANT_PROVIDERS: list[str] = [  # modules defining negative-control models
+    "surfacecheck.explore.variants",
+    "properties.proofs.monitors",
+]
 
 
 def register_variant(spec: str, factory: Callable[[], Runtime]) -> None:

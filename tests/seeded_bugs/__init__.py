@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from surfacecheck.runtime.select import register_variant
 
-from . import log_bugs, policy_bugs
+from . import compaction_bugs, log_bugs, policy_bugs
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Bug:
 
 BUGS: dict[str, Bug] = {}
 
-for module in (log_bugs, policy_bugs):
+for module in (log_bugs, compaction_bugs, policy_bugs):
     for name, (level, section, idea, cls) in module.BUGS.items():
         BUGS[name] = Bug(name, level, section, idea, cls)
         cls.name = f"embedded:{name}"

@@ -1,12 +1,14 @@
 """Seeded bugs of the policy level: the pressure / overflow engine and its range selection.
 
 ``BUGS[name] = (level, section, idea, runtime class)``; each class breaks one rule only. They plug
-in through the runtime's ``engine_class`` hook (the engine's ``_compactor`` is its selection seam).
+in through the runtime's ``engine_class`` hook (the engine's ``_compactor`` is its selection seam) or,
+for runtime context, its ``context_class`` hook.
 """
 from __future__ import annotations
 
 from surfacecheck.runtime.embedded import EmbeddedRuntime
 from surfacecheck.runtime.embedded.compaction import Compactor
+from surfacecheck.runtime.embedded.context import ContextRetention
 from surfacecheck.runtime.embedded.policy import Engine
 
 
@@ -55,8 +57,17 @@ class RetentionIgnored(Engine):
         return TailOnlyRetention(self.rt)
 
 
-def _runtime(name: str, engine: type[Engine]) -> type[EmbeddedRuntime]:
-    return type(f"Embedded_{name.replace('-', '_')}", (EmbeddedRuntime,), {"engine_class": engine})
+class ShadowingIgnored(ContextRetention):
+    """A replacement citing the retained snapshot does not clear it, so a shadowed snapshot still counts as
+    retained and is never re-emitted (spec 12 "Live": `retained = null` on a citing replacement; seed §14)."""
+
+    @staticmethod
+    def shadowed(event, seq):
+        return False
+
+
+def _runtime(name: str, engine: type[Engine] = Engine, **attrs) -> type[EmbeddedRuntime]:
+    return type(f"Embedded_{name.replace('-', '_')}", (EmbeddedRuntime,), {"engine_class": engine, **attrs})
 
 
 BUGS = {
@@ -68,4 +79,7 @@ BUGS = {
                          _runtime("unbalanced-range", UnbalancedRange)),
     "retention-ignored": ("policy", "spec 7 step 3, 9.2; seed §6", "the retention walk ignores the retain budget",
                           _runtime("retention-ignored", RetentionIgnored)),
+    "runtime-context-not-reemitted": ("policy", "spec 12 (live rule, one-request window); seed §14",
+                                      "a snapshot shadowed by a replacement is never re-emitted",
+                                      _runtime("runtime-context-not-reemitted", context_class=ShadowingIgnored)),
 }

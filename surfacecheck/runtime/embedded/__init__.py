@@ -23,6 +23,7 @@ module               structure                                                  
 ``compaction``       range selection, region validation, tool-result pruner                 6, 7, 8.1
 ``transaction``      the locked compaction transaction                                      8
 ``policy``           pressure, overflow recovery with retry-after-progress, ``/compact``    9-11
+``context``          retained runtime-context snapshot (live rule, reload scan), candidate  12, 13
 ``seed``             reload: seed shape checks and ``session/end-seed``                     1.5
 ===================  ===================================================================  =========
 
@@ -40,10 +41,11 @@ plug it in with ``variant``/``seeded_bug``):
   ``balanced_keep``, ``validate_region``, ``prune_shadow_price``
 * ``transaction.Transaction``: ``entry_checks``, ``shrink_rule``, ``assert_stable``, ``close_on_failure``
 * ``policy.Engine``: ``retry_allowed``, ``below_threshold``, ``attempts``, ``observe``
+* ``context.ContextRetention``: ``shadowed``, ``candidate``
 
 Runtime component attributes a variant replaces: ``session_class`` (``surface_class`` inside it),
 ``meter_class``, ``projection_class``, ``pairing_class``, ``tracker_class``, ``engine_class``,
-``compaction_class``, ``transaction_class``.
+``compaction_class``, ``transaction_class``, ``context_class``.
 """
 from .runtime import EmbeddedRuntime
 

@@ -22,7 +22,8 @@ from .runtime import EmbeddedRuntime
 
 COMPONENTS = {"session": "session_class", "meter": "meter_class", "projection": "projection_class",
               "pairing": "pairing_class", "tracker": "tracker_class", "engine": "engine_class",
-              "compaction": "compaction_class", "transaction": "transaction_class"}
+              "compaction": "compaction_class", "transaction": "transaction_class",
+              "context": "context_class"}
 """Which runtime class attribute each component keyword replaces (``surface`` goes through the session)."""
 
 
@@ -56,7 +57,8 @@ def variant(name: str, *, surface: type | None = None, runtime_methods: dict | N
             **components: type) -> type[EmbeddedRuntime]:
     """An EmbeddedRuntime subclass named ``embedded:<name>`` using the given component classes.
 
-    ``components`` keys: session, meter, projection, pairing, tracker, engine, compaction, transaction;
+    ``components`` keys: session, meter, projection, pairing, tracker, engine, compaction, transaction,
+    context;
     ``surface`` replaces the session's surface manager; ``runtime_methods`` overrides runtime methods."""
     unknown = set(components) - set(COMPONENTS)
     if unknown:

@@ -14,7 +14,7 @@ from typing import Any
 from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ..api import ProtocolError
-from ..codec import refusal, require, summary_scripts
+from ..codec import context_sections, refusal, require, snapshot_id, step_marker, summary_scripts
 from .compaction import FAULT_KEYS, NO_FAULTS, Faults
 from .policy import COMMAND_TEXTS
 from .seed import reopen
@@ -147,24 +147,36 @@ class LevelOps:
         return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}
 
     def pre_step(self, args: dict) -> dict:
-        engine = self.rt.engine
+        """Spec 13 steps 4-7: the runtime-context candidate (``context``) is projected *before* the pressure
+        listener (spec 12 one-request window); then pressure; then `step/start` (``step``) and the candidate."""
+        sections, marker = context_sections(args), step_marker(args)
+        engine, before = self.rt.engine, len(self.rt.session.log)
+        candidate = None if sections is None else self.rt.context.candidate(sections, "")
         if not engine.policy.compaction.auto:
-            return {"kind": "disabled", "result": None, "failure": None, "generation": self.rt.session.generation,
-                    "appended": []}
-        try:
-            outcome, common = self._run(args, lambda scripts, faults: engine.pressure(scripts, faults))
-        except ModelError as exc:
-            return refusal(exc)
-        error = outcome.error
-        if error is None:
-            kind = "compacted" if outcome.result is not None else ("pruned" if common["appended"] else "noop")
-        elif isinstance(error, TargetPressureConfigError) and error.target_key in engine.warned:
-            kind = "silent"
+            reply = {"kind": "disabled", "result": None, "failure": None}
         else:
-            if isinstance(error, TargetPressureConfigError):
-                engine.warned.add(error.target_key)
-            kind = "warned"
-        return {"kind": kind, "result": outcome.result, "failure": failure(error), **common}
+            try:
+                outcome, common = self._run(args, lambda scripts, faults: engine.pressure(scripts, faults))
+            except ModelError as exc:
+                return refusal(exc)
+            reply = {"kind": pressure_kind(outcome.error, bool(common["appended"]), outcome.result, engine.warned),
+                     "result": outcome.result, "failure": failure(outcome.error)}
+        snapshot = self.enter(marker, candidate)
+        reply.update(generation=self.rt.session.generation,
+                     appended=[event["type"] for event in self.rt.session.log[before:]])
+        if sections is not None:
+            reply["snapshot"] = snapshot
+        return reply
+
+    def enter(self, marker: dict | None, candidate: dict | None) -> int | None:
+        """Spec 13 step 7 (D9): `step/start`, then the candidate as the last member of the entered batch."""
+        session = self.rt.session
+        if marker is not None:
+            session.append("step/start", dict(marker))
+        if candidate is None:
+            return None
+        candidate["id"] = snapshot_id(session.next_seq)
+        return session.append("user/message", candidate, "append")["seq"]
 
     def request_error(self, args: dict) -> dict:
         code = require(args, "code", str)
@@ -196,9 +208,26 @@ class LevelOps:
             session = reopen(self.rt.session.log, self.rt.session_class)
         except ModelError as exc:
             return refusal(exc)
+        context = self.rt.context_class()
+        try:  # the agent's constructor scan (spec 12): dsh's throw makes agent creation fail
+            context.restore(session.log, set(session.surface.nodes))
+        except ModelError as exc:
+            return refusal(exc)
         before = len(self.rt.session.log)
         self.rt.start_session(session, reopen_engine=True)
+        self.rt.context = context
         return {"generation": session.generation, "appended": [event["type"] for event in session.log[before:]]}
+
+
+def pressure_kind(error, wrote: bool, result, warned: set) -> str:
+    """Spec 9.3: the pressure listener's outcome; a TargetPressureConfigError is warned once per target key."""
+    if error is None:
+        return "compacted" if result is not None else ("pruned" if wrote else "noop")
+    if isinstance(error, TargetPressureConfigError):
+        if error.target_key in warned:
+            return "silent"
+        warned.add(error.target_key)
+    return "warned"
 
 
 def result_kind(error, wrote: bool) -> str:

@@ -14,6 +14,7 @@ from model.errors import ModelError
 from ..api import LEVELS, PROTOCOL, ProtocolError, ops_at
 from ..codec import event_kwargs, refusal
 from .compaction import Compactor
+from .context import ContextRetention
 from .meter import IncrementalMeter
 from .pairing import PairingCache
 from .policy import Engine
@@ -47,6 +48,7 @@ class EmbeddedRuntime:
     engine_class = Engine
     compaction_class = Compactor
     transaction_class = Transaction
+    context_class = ContextRetention
 
     def __init__(self) -> None:
         self._ops: dict[str, Callable[[dict], dict]] = {
@@ -87,6 +89,7 @@ class EmbeddedRuntime:
         self.projection = self.projection_class()
         self.pairing = self.pairing_class()
         self.tracker = self.tracker_class()
+        self.context = self.context_class()
         self.meter_error: ModelError | None = None
         self.projection_error: ModelError | None = None
         if reopen_engine:
@@ -113,6 +116,7 @@ class EmbeddedRuntime:
             except FOLD_ERRORS as exc:
                 self.projection_error = as_model_error(exc, event)
         self.tracker.observe(event)
+        self.context.observe(event)
         self.engine.observe(event)
 
     def current_cuts(self) -> list[bool]:

@@ -1,0 +1,96 @@
+"""Issue 5 "must show": break a rule of the executable model and the matching obligation becomes
+refuted, with a counterexample trace that the (broken) model replays to the violation."""
+from __future__ import annotations
+
+import model.pairing
+import model.policy
+import model.projection
+import model.region
+import model.summarizer
+from properties.proofs import (cut_legality, generation_progress, incremental_pairing, pairing_ids,
+                               projection_equivalence, smallest_span)
+from properties.proofs.obligation import PROVED, REFUTED
+
+
+def test_cut_moved_one_node_toward_the_tail_refutes_cut_legality(monkeypatch):
+    original = model.region.retention_index
+    monkeypatch.setattr(model.region, "retention_index",
+                        lambda prices, retain: min(original(prices, retain) + 1, len(prices)))
+    result = cut_legality.run(6)
+    assert result.status == REFUTED
+    assert result.trace is not None and result.replayed is True, result.replay_message
+    assert result.trace.violation.property == "cut-legality"
+
+
+def test_skipping_the_balance_walk_refutes_cut_legality(monkeypatch):
+    import surfacecheck.runtime.model_levels as levels
+
+    for module in (model.region, levels):  # the runtime imported the function by name: patch it there too
+        monkeypatch.setattr(module, "select_compactable_range", cut_legality.select_without_balance_walk)
+    result = cut_legality.run(5)
+    assert result.status == REFUTED and result.replayed is True
+    assert "both edges balanced" in result.replay_message
+
+
+def test_results_that_do_not_count_refute_pairing_ids(monkeypatch):
+    original = model.pairing.event_delta
+    monkeypatch.setattr(model.pairing, "event_delta",
+                        lambda event: 0 if getattr(event, "type", None) == "tool/result" else original(event))
+    result = pairing_ids.run(4)
+    assert result.status == REFUTED and result.replayed is True, result.replay_message
+    assert "count-balanced is False but id-closed is True" in result.replay_message
+
+
+def test_a_cache_that_ignores_the_generation_refutes_incremental_pairing(monkeypatch):
+    import surfacecheck.runtime.model_runtime as runtime
+
+    for module in (model.pairing, runtime):  # the runtime imported the function by name: patch it there too
+        monkeypatch.setattr(module, "refresh_cuts", incremental_pairing.refresh_ignoring_generation)
+    result = incremental_pairing.run(4)
+    assert result.status == REFUTED and result.replayed is True, result.replay_message
+
+
+def test_retry_without_progress_refutes_generation_progress(monkeypatch):
+    original = model.policy.on_request_error
+
+    def on_request_error(session, state, code, env, signal_aborted=False):
+        outcome, new_state, retry = original(session, state, code, env, signal_aborted)
+        return outcome, new_state, retry or code == generation_progress.OVERFLOW_CODE  # no progress proof
+
+    assert generation_progress.overflow_claims()[0] == PROVED
+    monkeypatch.setattr(model.policy, "on_request_error", on_request_error)
+    progress, ranking, _ = generation_progress.overflow_claims()
+    assert progress == REFUTED and ranking == REFUTED
+    assert generation_progress.run().status == REFUTED
+
+
+def test_a_consume_that_ignores_the_claim_refutes_projection_equivalence(monkeypatch):
+    original = model.projection.fold_claim
+
+    def fold_claim(claim, event):
+        step = original(claim, event)
+        if step.action == "consume":  # forgets to subtract the shadowed price
+            return type(step)(step.delta + claim.tokens, None, "consume")
+        return step
+
+    monkeypatch.setattr(model.projection, "fold_claim", fold_claim)
+    status, _, path = projection_equivalence.k_induction(3)
+    assert status == REFUTED and path is not None
+    assert [event["kind"] for event in path[:-1]][-1] == projection_equivalence.REPLACE
+
+
+def test_a_cheaper_frame_refutes_smallest_compactable_span(monkeypatch):
+    monkeypatch.setattr(model.summarizer, "frame_summary", smallest_span.wrong_frame)
+    status, cex, _ = smallest_span.frame_bound()
+    assert status == REFUTED and cex["framed"] < smallest_span.SMALLEST_FRAME
+
+
+def test_a_checkpoint_that_opens_a_call_refutes_the_second_attempt_clause(monkeypatch):
+    """Spec 9.4 relies on the checkpoint being neutral (delta 0): make it open a call and the second
+    attempt no longer selects it alone."""
+    from properties.proofs.concrete import USER, delta_table
+
+    table = dict(delta_table())
+    table[(USER, 0)] = 1
+    monkeypatch.setattr(smallest_span, "delta_table", lambda: table)
+    assert smallest_span.second_attempt_spec(4) == REFUTED
