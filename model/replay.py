@@ -63,7 +63,7 @@ class ReplayResult:
         return self.error is None
 
 
-class _BoundedLookup:
+class BoundedLookup:
     """Earlier events the folds may still read: current surface nodes and the open step's chunks.
 
     Earlier steps' chunks are kept only as (turn, step) for the meter's message, and only those of
@@ -84,7 +84,8 @@ class _BoundedLookup:
             found = Event("assistant/chunk", seq, 0, {"turn": turn, "step": step, "chunk": {}})
         return found
 
-    def remember(self, event: Event, surface: Surface, shadowed: tuple[int, ...]) -> None:
+    def remember(self, event: Event, on_surface: bool, shadowed: tuple[int, ...]) -> None:
+        """After ``event`` folded: ``on_surface`` when it became a node, ``shadowed`` the nodes it replaced."""
         if event.type == "step/start":
             self.stale = {seq: (_field(chunk.data, "turn"), _field(chunk.data, "step"))
                           for seq, chunk in self.chunks.items()}
@@ -93,7 +94,7 @@ class _BoundedLookup:
             self.chunks[event.seq] = event
         for seq in shadowed:
             self.nodes.pop(seq, None)
-        if surface.nodes and surface.nodes.count(event.seq):
+        if on_surface:
             self.nodes[event.seq] = event
 
 
@@ -107,7 +108,7 @@ def replay(events: Iterable[Event], *, check_shapes: bool = False) -> ReplayResu
     By default the log is replayed with live-append semantics (spec 1.3: message shapes are not
     checked). With ``check_shapes`` it is replayed the way a reload does (spec 1.5 seed checks, rule
     ``seed``); a log accepted live can fail there (spec §15 G18)."""
-    lookup = _BoundedLookup()
+    lookup = BoundedLookup()
     surface = Surface()
     meter = MeterState()
     projection = SurfaceProjection()
@@ -155,7 +156,7 @@ def replay(events: Iterable[Event], *, check_shapes: bool = False) -> ReplayResu
                 fully_metered = False
         surface, meter = surface_after, meter_after
         projection = SurfaceProjection(projection.total + step.delta, step.claim)
-        lookup.remember(event, surface, plan.shadowed)
+        lookup.remember(event, plan.kind != "none", plan.shadowed)
         previous = event
         count += 1
     measurement = None

@@ -30,16 +30,16 @@ def test_only_the_previous_steps_chunks_are_remembered():
         events.append(Event("step/end", len(events), 0, {"turn": 1, "step": step}))
     from model import replay as replay_mod
     seen = []
-    original = replay_mod._BoundedLookup.remember
+    original = replay_mod.BoundedLookup.remember
 
-    def spy(self, event, surface, shadowed):
-        original(self, event, surface, shadowed)
+    def spy(self, event, on_surface, shadowed):
+        original(self, event, on_surface, shadowed)
         seen.append(len(self.stale) + len(self.chunks))
 
-    replay_mod._BoundedLookup.remember = spy
+    replay_mod.BoundedLookup.remember = spy
     try:
         result = replay(events)
     finally:
-        replay_mod._BoundedLookup.remember = original
+        replay_mod.BoundedLookup.remember = original
     assert result.error is None, result.error
     assert len(seen) == 150 and max(seen) <= 2

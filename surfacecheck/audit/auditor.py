@@ -7,7 +7,7 @@ the retention walk (`model.region.retention_index`, spec 7), the policy resoluti
 (`model.config`, spec 9.1) and the runtime-context fold (`model.runtime_context`, spec 12).
 
 Memory is bounded by the surface, as in `model/replay.py`: the only earlier events kept are the
-current surface nodes and the open step's chunks (`_BoundedLookup`), plus per-node price and
+current surface nodes and the open step's chunks (`model.replay.BoundedLookup`), plus per-node price and
 pairing delta. Replacement records and findings go to callbacks (collected by default).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from model.event import METERING_EVENT_TYPES, Event
 from model.meter import MeterState, fold_meter, measure_state, node_price
 from model.pairing import event_delta
 from model.projection import fold_claim
-from model.replay import Replacement
+from model.replay import BoundedLookup, Replacement
 from model.surface import Surface, apply_plan
 
 from .brackets import Bracket, Brackets, field, is_compact_source
@@ -41,38 +41,6 @@ def _readable(event: Event) -> tuple[str | None, int]:
     except (KeyError, TypeError, AttributeError, IndexError) as exc:
         return f"{type(exc).__name__}: {exc}", 0
     return None, price
-
-
-class BoundedLookup:
-    """Earlier events the folds may still read (as `model/replay.py` keeps them): the current surface
-    nodes and the open step's chunks; earlier steps' chunks only as (turn, step) for the meter's
-    message — of the previous step only, so memory stays bounded (a citation of an older chunk is
-    still refused by the meter, with its "is not assistant/chunk" message). Tolerates chunk data of
-    any shape (a corrupted log)."""
-
-    def __init__(self) -> None:
-        self.nodes: dict[int, Event] = {}
-        self.chunks: dict[int, Event] = {}
-        self.stale: dict[int, tuple] = {}
-
-    def __call__(self, seq: int) -> Event | None:
-        found = self.nodes.get(seq) or self.chunks.get(seq) if isinstance(seq, int) else None
-        if found is None and isinstance(seq, int) and seq in self.stale:
-            turn, step = self.stale[seq]
-            found = Event("assistant/chunk", seq, 0, {"turn": turn, "step": step, "chunk": {}})
-        return found
-
-    def remember(self, event: Event, on_surface: bool, shadowed: tuple[int, ...]) -> None:
-        if event.type == "step/start":  # keep only the previous step's chunks, as (turn, step): bounded
-            self.stale = {seq: (field(chunk.data, "turn"), field(chunk.data, "step"))
-                          for seq, chunk in self.chunks.items()}
-            self.chunks.clear()
-        elif event.type == "assistant/chunk":
-            self.chunks[event.seq] = event
-        for seq in shadowed:
-            self.nodes.pop(seq, None)
-        if on_surface:
-            self.nodes[event.seq] = event
 
 
 @dataclass

@@ -84,3 +84,18 @@ class Runtime(Protocol):
 
     def close(self) -> None:
         """Release the runtime (kill a child process)."""
+
+
+def dispatch(handlers: dict[str, Any], op: str, args: Any) -> dict[str, Any]:
+    """Route one request to its handler; the protocol errors every in-process runtime shares
+    (``unsupported-level``, ``unknown-op``, ``bad-args``) are raised here, once."""
+    handler = handlers.get(op)
+    if handler is None:
+        if any(op in ops_at(level) for level in LEVELS):
+            raise ProtocolError("unsupported-level", f"op {op!r} belongs to a level this runtime does not support")
+        raise ProtocolError("unknown-op", f"unknown op {op!r}")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise ProtocolError("bad-args", "args must be a JSON object")
+    return handler(args)

@@ -173,3 +173,28 @@ def step_marker(args: dict) -> dict | None:
 def snapshot_id(seq: int) -> str:
     """The id of a runtime-context snapshot entered at ``seq`` (dsh mints a UUID; the protocol fixes this one)."""
     return f"runtime-context-{seq}"
+
+
+def configure_args(args: dict) -> tuple[Any, dict | None, tuple]:
+    """``configure {policy, context_window?, route?, summaries?}`` → (RuntimePolicy, capacity, queue).
+
+    A policy the model refuses raises its ``ModelError`` (the caller answers a refusal). With a
+    ``route``, the context window is that route's capacity (spec 4.4 routed target)."""
+    from dataclasses import replace as dc_replace
+
+    from model.config import RuntimePolicy
+
+    policy = RuntimePolicy.from_json(require(args, "policy", dict, optional=True, default={}))
+    if "context_window" in args:
+        window = args["context_window"]
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
+            raise ProtocolError("bad-args", "context_window must be an integer or null")
+        policy = dc_replace(policy, context_window=window)
+    route = require(args, "route", dict, optional=True)
+    capacity = None
+    if route is not None:
+        if not isinstance(route.get("provider"), str) or not isinstance(route.get("model"), str):
+            raise ProtocolError("bad-args", "route is {provider, model}")
+        capacity = {(route["provider"], route["model"]): policy.context_window}
+        policy = dc_replace(policy, context_window=None)
+    return policy, capacity, summary_scripts(args) or ()

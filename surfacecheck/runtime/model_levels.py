@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace as dc_replace
 from typing import Any
 
-from model.config import RuntimePolicy
 from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 from model.manual import MESSAGES, compact_command
 from model.meter import measure_state
@@ -26,7 +25,7 @@ from model.summarizer import ScriptedSummarizer, SummaryScript
 from model.transaction import TransactionOptions, compact_surface_region
 
 from .api import ProtocolError
-from .codec import (compaction_result, context_sections, failure, faults, refusal, require, snapshot_id, step_marker,
+from .codec import (compaction_result, configure_args, context_sections, failure, faults, refusal, require, snapshot_id, step_marker,
                     summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
@@ -151,22 +150,9 @@ class _Ops:
     def configure(self, args: dict) -> dict:
         """The runtime policy (corpus ``policies/*.json``), the route's context window, the summary queue."""
         try:
-            policy = RuntimePolicy.from_json(require(args, "policy", dict, optional=True, default={}))
+            policy, capacity, queue = configure_args(args)
         except ModelError as exc:
             return refusal(exc)
-        if "context_window" in args:
-            window = args["context_window"]
-            if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-                raise ProtocolError("bad-args", "context_window must be an integer or null")
-            policy = dc_replace(policy, context_window=window)
-        route = require(args, "route", dict, optional=True)
-        capacity = None
-        if route is not None:
-            if not isinstance(route.get("provider"), str) or not isinstance(route.get("model"), str):
-                raise ProtocolError("bad-args", "route is {provider, model}")
-            capacity = {(route["provider"], route["model"]): policy.context_window}
-            policy = dc_replace(policy, context_window=None)
-        queue = summary_scripts(args)
         self.state.env = Environment(policy=policy, capacity=capacity)
         self.state.queue = queue or ()
         return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}

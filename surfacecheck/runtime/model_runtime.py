@@ -22,7 +22,7 @@ from model.projection import SurfaceProjection, fold_claim
 from model.runtime_context import NEVER, fold_retained
 from model.session import Session, append
 
-from .api import LEVELS, PROTOCOL, ProtocolError, ops_at
+from .api import PROTOCOL, ProtocolError, dispatch
 from .codec import event_kwargs, refusal
 
 
@@ -53,17 +53,8 @@ class ModelRuntime:
 
     def call(self, op: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         """Run one request. Spec refusals are results; malformed requests raise :class:`ProtocolError`."""
-        handler = self._ops.get(op)
-        if handler is None:
-            if any(op in ops_at(level) for level in LEVELS):
-                raise ProtocolError("unsupported-level", f"op {op!r} belongs to a level this runtime does not support")
-            raise ProtocolError("unknown-op", f"unknown op {op!r}")
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            raise ProtocolError("bad-args", "args must be a JSON object")
         self.last_labels = ()
-        return handler(args)
+        return dispatch(self._ops, op, args)
 
     def close(self) -> None:
         pass

@@ -8,13 +8,12 @@ at its position (so another producer's start shifts the queue exactly as in the 
 """
 from __future__ import annotations
 
-from dataclasses import replace as dc_replace
 from typing import Any
 
 from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ..api import ProtocolError
-from ..codec import context_sections, refusal, require, snapshot_id, step_marker, summary_scripts
+from ..codec import configure_args, context_sections, refusal, require, snapshot_id, step_marker, summary_scripts
 from .compaction import FAULT_KEYS, NO_FAULTS, Faults
 from .policy import COMMAND_TEXTS
 from .seed import reopen
@@ -123,25 +122,10 @@ class LevelOps:
 
     # -- policy level -------------------------------------------------------------------------------
     def configure(self, args: dict) -> dict:
-        from model.config import RuntimePolicy
-
         try:
-            policy = RuntimePolicy.from_json(require(args, "policy", dict, optional=True, default={}))
+            policy, capacity, queue = configure_args(args)
         except ModelError as exc:
             return refusal(exc)
-        if "context_window" in args:
-            window = args["context_window"]
-            if window is not None and (isinstance(window, bool) or not isinstance(window, int)):
-                raise ProtocolError("bad-args", "context_window must be an integer or null")
-            policy = dc_replace(policy, context_window=window)
-        route = require(args, "route", dict, optional=True)
-        capacity = None
-        if route is not None:
-            if not isinstance(route.get("provider"), str) or not isinstance(route.get("model"), str):
-                raise ProtocolError("bad-args", "route is {provider, model}")
-            capacity = {(route["provider"], route["model"]): policy.context_window}
-            policy = dc_replace(policy, context_window=None)
-        queue = summary_scripts(args)
         self.rt.engine.policy, self.rt.engine.capacity = policy, capacity
         self.queue = queue or ()
         return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from model.errors import ModelError
 
-from ..api import LEVELS, PROTOCOL, ProtocolError, ops_at
+from ..api import PROTOCOL, ProtocolError, dispatch
 from ..codec import event_kwargs, refusal
 from .compaction import Compactor
 from .context import ContextRetention
@@ -66,16 +66,7 @@ class EmbeddedRuntime:
         return {"protocol": PROTOCOL, "name": self.name, "levels": list(self.levels)}
 
     def call(self, op: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-        handler = self._ops.get(op)
-        if handler is None:
-            if any(op in ops_at(level) for level in LEVELS):
-                raise ProtocolError("unsupported-level", f"op {op!r} belongs to a level this runtime does not support")
-            raise ProtocolError("unknown-op", f"unknown op {op!r}")
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            raise ProtocolError("bad-args", "args must be a JSON object")
-        return handler(args)
+        return dispatch(self._ops, op, args)
 
     def close(self) -> None:
         pass
