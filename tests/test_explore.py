@@ -32,7 +32,6 @@ def test_correct_model_has_no_violation_at_small_bounds(small_report):
     assert "pairing-balanced-at-replacement-edges" in small_report["invariants"]
 
 
-@pytest.mark.slow
 def test_correct_model_has_no_violation_at_default_bounds():
     report = run_explore(Bounds())
     assert report["verdict"] == "ok", report["violations"]

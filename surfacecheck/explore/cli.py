@@ -20,7 +20,8 @@ of any violation (with --json exactly one JSON document on stdout); progress on 
 EPILOG = """\
 exit codes:
   0  every invariant and progress property held at these bounds
-  1  a violation was found (its shortest trace is printed, and written with --trace-dir)
+  1  a violation was found (its shortest trace is printed, and written with --trace-dir),
+     or with --oracle a shared model run differed from the model run on the real surface
   2  bad usage
 """
 
@@ -58,6 +59,11 @@ def register(commands) -> None:
     p.add_argument("--reverse", action="store_true", help="try actions in reverse order (results must not change)")
     p.add_argument("--cache", metavar="FILE", default=None,
                    help="keep the model's transitions in FILE between runs (keyed by the model's source)")
+    runs = p.add_mutually_exclusive_group()
+    runs.add_argument("--oracle", action="store_true",
+                      help="also run the model on every real surface and fail (exit 1) if a shared run differs")
+    runs.add_argument("--exact", action="store_true",
+                      help="one model run per distinct surface (no sharing across surfaces of one shape; slower)")
     p.add_argument("--trace-dir", metavar="DIR", default=None, help="write each counterexample trace here (JSONL)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.set_defaults(func=main)
@@ -90,7 +96,7 @@ def main(args) -> int:
         report = run_explore(bounds, variant=chosen, settings=Settings(context_window=args.window),
                              symmetry=not args.no_symmetry, reverse=args.reverse, k=max(1, args.response_bound),
                              trace_dir=args.trace_dir, command=command, on_level=bar.update if bar else None,
-                             cache=args.cache)
+                             cache=args.cache, shared=not args.exact, oracle=args.oracle)
     finally:
         if bar:
             bar.close()
@@ -140,7 +146,14 @@ def human(report: dict) -> str:
         f"  invariants checked in every state/transition: {', '.join(report['invariants'])}",
         f"  progress checked on the graph: {', '.join(report['progress']) or 'none (needs the VIEW reduction)'}",
     ]
-    if not report["violations"]:
+    if report.get("oracle") is not None:
+        o = report["oracle"]
+        lines.append(f"  oracle: {o['checked']} shared model runs re-run on their real surface, "
+                     f"{o['mismatch_count']} mismatches")
+        for m in o["mismatches"][:5]:
+            lines.append(f"    MISMATCH {m['op']}:{m['outcome'] or '-'} on {' '.join(m['surface'])}: "
+                         f"model {m['model']} != shared {m['shared']}")
+    if not report["violations"] and report["verdict"] == "ok":
         lines.append("  verdict: ok (no violation)")
     for v in report["violations"]:
         lines.append(f"  VIOLATION {v['property']} ({v['kind']}): {v['message']}")

@@ -5,8 +5,9 @@ Each expensive transition — the pressure listener (spec 9), the overflow liste
 executable model* on γ(state): the canonical concretisation of an abstract state, a real session
 whose surface is the state's codes (see :mod:`.concrete`) inside a turn that is open or closed as
 the phase says. The new events are mapped back with α (:func:`.concrete.classify`) into an
-:class:`Effect`. Results are memoised per (op, view), so the model runs once per distinct
-surface/outcome however many states share it. The simulation test checks that running the
+:class:`Effect`. Results are memoised per (op, shape, outcome) by the world (:mod:`.shape`
+says which surfaces share a run and why), so the model runs once per distinct shape and outcome
+however many states share it. The simulation test checks that running the
 concrete trace through the model gives α-equal states (the quotient is sound on those paths).
 """
 from __future__ import annotations
@@ -90,10 +91,21 @@ def _memo_replay(original):
     return replay_meter
 
 
+def _same_header(original):
+    """`headerEquals` (spec 4.4) is an equality of JSON values (no NaN: spec 1.3 refuses them), so a
+    header is equal to itself; γ's sessions share one header object, so most calls are that case."""
+
+    def header_equals(left, right):
+        return True if left is right else original(left, right)
+
+    return header_equals
+
+
 SPEEDUPS = (("model.estimate", "js_length", _memo_length), ("model.estimate", "js_stringify", _memo_stringify),
-            ("model.meter", "replay_meter", _memo_replay))
+            ("model.meter", "replay_meter", _memo_replay), ("model.meter", "header_equals", _same_header))
 """Memoised pure helpers (same results: a string's JS length, a JSON value's stringification, the
-meter state after a log prefix), installed while the oracle runs the model; model code is unchanged."""
+meter state after a log prefix, a header compared with itself), installed while the oracle runs
+the model; model code is unchanged."""
 
 
 @dataclass(frozen=True)

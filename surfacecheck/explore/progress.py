@@ -94,13 +94,15 @@ def _shortest_cycle(exp: Exploration, sub: nx.DiGraph, start: int) -> list[int]:
 def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, k: int, what: str):
     """The first state (canonical) from which some path makes ``k`` counted transitions while still pending."""
     pending = [trigger(s) for s in exp.states]
-    sub = nx.DiGraph()
+    arcs: dict = {}  # (src, dst) -> (rank, index): per arc the counted edge with the least label
     for index, (src, dst, action, edge) in enumerate(exp.edges):
         if pending[src] and pending[dst] and not discharged(edge):
-            weight = 1 if counted(edge) else 0
-            old = sub[src][dst] if sub.has_edge(src, dst) else None
-            if old is None or (-weight, action) < (-old["w"], exp.edges[old["e"]][2]):
-                sub.add_edge(src, dst, w=weight, e=index)
+            rank = (0 if counted(edge) else 1, action)
+            old = arcs.get((src, dst))
+            if old is None or rank < old[0]:
+                arcs[(src, dst)] = (rank, index)
+    sub = nx.DiGraph()
+    sub.add_edges_from((src, dst, {"w": 1 - rank[0], "e": index}) for (src, dst), (rank, index) in arcs.items())
     if sub.number_of_edges() == 0:
         return None
     cond = nx.condensation(sub)

@@ -15,7 +15,7 @@ import networkx as nx
 
 from surfacecheck.trace import write_trace
 
-from .bfs import Exploration, explore
+from .bfs import Exploration, explore, no_cyclic_gc
 from .oracle import Settings
 from .progress import PROGRESS_PROPERTIES, check_progress
 from .safety import SAFETY_PROPERTIES
@@ -121,9 +121,11 @@ def _simulates(world: World, actions: list[str], states: list[tuple]) -> bool:
 
 def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Settings | None = None, symmetry: bool = True,
                 reverse: bool = False, k: int = 1, trace_dir: Path | None = None, command: str | None = None,
-                on_level=None, cache: Path | None = None) -> dict:
-    """Explore, check, and return the report (a JSON document). ``cache``: a transition cache file."""
-    world = World(bounds, settings or Settings(), variant)
+                on_level=None, cache: Path | None = None, shared: bool = True, oracle: bool = False) -> dict:
+    """Explore, check, and return the report (a JSON document). ``cache``: a transition cache file;
+    ``shared``: share model runs across surfaces of one shape (:mod:`.shape`); ``oracle``: also run the
+    model on every real surface and report any difference (a difference is a failure, exit 1)."""
+    world = World(bounds, settings or Settings(), variant, shared=shared, check_oracle=oracle)
     cached = 0
     if cache is not None:
         from . import cache as transition_cache
@@ -133,16 +135,18 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
     if cache is not None and world.oracle_calls:
         transition_cache.save(world, cache)
     started = time.perf_counter()
-    findings = safety_findings(exp)
-    if symmetry:
-        findings += progress_findings(exp, k)
-    graph = exp.graph()
-    components = sum(1 for _ in nx.strongly_connected_components(graph))
+    with no_cyclic_gc():
+        findings = safety_findings(exp)
+        if symmetry:
+            findings += progress_findings(exp, k)
+        graph = exp.graph()
+        components = sum(1 for _ in nx.strongly_connected_components(graph))
     check_seconds = time.perf_counter() - started
     write_traces(findings, world, trace_dir, command)
-    verdict = "violation" if findings else "ok"
+    failed = bool(findings or world.oracle_mismatches)
+    verdict = "violation" if findings else "oracle-mismatch" if world.oracle_mismatches else "ok"
     return {
-        "verdict": verdict, "exit_code": 1 if findings else 0, "variant": variant.name,
+        "verdict": verdict, "exit_code": 1 if failed else 0, "variant": variant.name,
         "bounds": {"events": bounds.events, "tool_pairs": bounds.tool_pairs, "compactions": bounds.compactions,
                    "max_seq": bounds.max_seq},
         "settings": {"context_window": world.settings.context_window, "threshold": world.settings.threshold,
@@ -156,4 +160,7 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
                   "strongly_connected_components": components},
         "invariants": list(SAFETY_PROPERTIES), "progress": list(PROGRESS_PROPERTIES) if symmetry else [],
         "violations": [f.to_json() for f in findings],
+        "model_runs_mode": "exact" if not shared else "shared+oracle" if oracle else "shared",
+        "oracle": {"checked": world.oracle_checks, "mismatches": world.oracle_mismatches[:20],
+                   "mismatch_count": len(world.oracle_mismatches)} if oracle else None,
     }

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import oracle
+from .shape import SHARED_OPS, rebase, retain_tokens, signature, view
 from .variants import CORRECT, Variant
 
 OUTCOMES = ("good", "big", "fail", "cancel", "concurrent")
@@ -64,12 +65,18 @@ class World:
     settings: oracle.Settings = field(default_factory=oracle.Settings)
     variant: Variant = CORRECT
     outcomes: tuple = OUTCOMES
+    shared: bool = True  # share model runs across surfaces of one shape (.shape); False: one run per surface
+    check_oracle: bool = False  # also run the model on every real surface and record any difference
 
     def __post_init__(self):
         self._cache: dict = {}
         self._runs: dict = {}
         self._candidates: dict = {}
         self.oracle_calls = 0
+        self.oracle_checks = 0
+        self.oracle_mismatches: list = []
+        self._retain = retain_tokens(self.settings)
+        self._groups: dict = {}
         self._speed = Variant("speedups", patches=oracle.SPEEDUPS)._persistent()
 
     def initial(self) -> tuple:
@@ -78,8 +85,28 @@ class World:
     # -- the model-run part, memoised ---------------------------------------------------------------
     def _run(self, op, phase, surf, routed, retries, seen, outcome) -> oracle.Effect:
         """The model's effect, memoised on what the op reads: overflow bookkeeping only for overflow,
-        and the summary outcome only when the summarizer is consulted (a `compaction/start` written)."""
-        base = (op, phase, surf, routed) + ((retries,) if op == "overflow" else ())  # spec 10.2 reads retries only
+        the summary outcome only when the summarizer is consulted (a `compaction/start` written),
+        and for the compaction ops and reload the surface's *shape* only (:mod:`.shape`)."""
+        if not (self.shared and op in SHARED_OPS):
+            return self._exact(op, phase, surf, routed, retries, outcome)
+        eff = self._memo(op, phase, view(op, surf, outcome, routed, self.settings), surf, routed, retries, outcome)
+        if eff.violations:  # re-run on the real surface: violation messages name its own seqs
+            return self._exact(op, phase, surf, routed, retries, outcome)
+        eff = rebase(eff, surf)
+        if self.check_oracle:
+            exact = self._exact(op, phase, surf, routed, retries, outcome)
+            self.oracle_checks += 1
+            if _semantic(exact) != _semantic(eff):
+                self.oracle_mismatches.append({"op": op, "phase": phase, "surface": list(surf), "routed": routed,
+                                               "retries": retries, "outcome": outcome,
+                                               "model": _describe(exact), "shared": _describe(eff)})
+        return eff
+
+    def _exact(self, op, phase, surf, routed, retries, outcome) -> oracle.Effect:
+        return self._memo(op, phase, surf, surf, routed, retries, outcome)
+
+    def _memo(self, op, phase, view, surf, routed, retries, outcome) -> oracle.Effect:
+        base = (op, phase, view, routed) + ((retries,) if op == "overflow" else ())  # spec 10.2 reads retries only
         eff = self._runs.get(base)  # set when the summarizer was not consulted: any outcome is the same
         if eff is not None:
             return eff
@@ -150,27 +177,49 @@ class World:
                                    + ("; step/end" if last else ""))))
         return _dedupe(moves)
 
-    def _effect_moves(self, moves, op, outcomes, phase, pend, surf, ret, ctx, retries, seen, routed):
+    def _effects(self, op, phase, surf, routed, retries, outcomes) -> list:
+        """``(outcome, effect)`` per summary outcome; a run that consulted no summarizer is listed once
+        (every outcome does the same). Shared runs are grouped by the surface's shape (:mod:`.shape`),
+        so a new surface of a known shape costs one lookup and a positional rebase per outcome."""
+        shared = self.shared and op in SHARED_OPS and not self.check_oracle
+        if shared:
+            group_key = (op, phase, len(surf) if op == "reload" else
+                         signature(surf, self._retain if op == "pressure" else 0), routed,
+                         retries if op == "overflow" else 0, outcomes)
+            group = self._groups.get(group_key)
+            if group is not None:
+                return [(outcome, self._exact(op, phase, surf, routed, retries, outcome) if eff.violations
+                         else rebase(eff, surf)) for outcome, eff in group]
+        out = []
         for outcome in outcomes:
-            eff = self._run(op, phase, surf, routed, retries, seen, outcome)
+            eff = self._run(op, phase, surf, routed, retries, False, outcome)
+            out.append((outcome, eff))
+            if not eff.consulted:
+                break
+        if shared:
+            self._groups[group_key] = out
+        return out
+
+    def _effect_moves(self, moves, op, outcomes, phase, pend, surf, ret, ctx, retries, seen, routed):
+        for outcome, eff in self._effects(op, phase, surf, routed, retries, outcomes):
             new_ret = oracle.follow_retained(op, ret, eff)
             if op in ("prune", "reload") and eff.events == 0 and eff.surf == surf and new_ret == ret and not eff.violations:
                 continue
             new_retries, new_seen = (eff.retries, eff.seen) if op == "reload" else (retries, seen)
             moves.append((f"{op}:{outcome}" if outcome else op,
                           (phase, pend, eff.surf, new_ret, ctx, new_retries, new_seen, routed),
-                          0, 0, _comps(eff), eff.events, 0, _gen(surf, eff), Edge(op, eff.failure, eff.kind, False,
-                                                                                   eff.violations, eff.label)))
+                          0, 0, _comps(eff), eff.events, 0, eff.gen, Edge(op, eff.failure, eff.kind, False,
+                                                                          eff.violations, eff.label)))
 
     def _step_moves(self, moves, pend, surf, ret, ctx, retries, seen, routed):
         """Pre-step (spec 13 steps 4-7): candidate first, then the pressure listener, then the entries."""
         cand = self._candidate(ret, surf, ctx)
-        for outcome in self.outcomes:
-            if routed:
-                eff = self._run("pressure", "P", surf, routed, retries, seen, outcome)
-            else:  # spec 9.2 step 1: no routed target, no events
-                eff = oracle.Effect(surf, tuple(range(len(surf))), retries, seen, "unrouted", False, 0, 0, 0, False, (),
-                                    "pressure: no route")
+        if routed:
+            effects = self._effects("pressure", "P", surf, routed, retries, self.outcomes)
+        else:  # spec 9.2 step 1: no routed target, no events
+            effects = [(self.outcomes[0], oracle.Effect(surf, tuple(range(len(surf))), retries, seen, "unrouted", False,
+                                                        0, 0, 0, False, (), "pressure: no route"))]
+        for outcome, eff in effects:
             entered = ((pend,) if pend else ()) + ((cand,) if cand else ())
             new_surf = eff.surf + entered
             new_ret = len(new_surf) - 1 if cand else oracle.follow_retained("pressure", ret, eff)
@@ -191,8 +240,7 @@ class World:
                               route + 3 * k + 2 + 1, 0, 0, Edge("reply", False, "", False, (),
                                                                 f"request; assistant with {k} tool call(s)")))
             return
-        for outcome in self.outcomes:
-            eff = self._run("overflow", "S", surf, True, retries, seen, outcome)
+        for outcome, eff in self._effects("overflow", "S", surf, True, retries, self.outcomes):
             retry = eff.kind == "retry"
             new_ret = oracle.follow_retained("overflow", ret, eff)
             nxt = ("S", "", eff.surf, new_ret, ctx, eff.retries, eff.seen, True) if retry else \
@@ -200,6 +248,17 @@ class World:
             moves.append((f"overflow:{outcome}", nxt, 0, 0, _comps(eff), route + 1 + eff.events + (0 if retry else 3),
                           0, _gen(surf, eff), Edge("overflow", eff.failure, eff.kind, not retry, eff.violations,
                                                    f"request overflowed; {eff.label}")))
+
+
+def _semantic(eff: oracle.Effect) -> tuple:
+    """Everything of an effect that decides the state graph (the label included)."""
+    return (eff.surf, eff.ret, eff.retries, eff.seen, eff.kind, eff.failure, eff.events, eff.gen, eff.checkpoints,
+            eff.concurrent, eff.violations, eff.label, eff.consulted)
+
+
+def _describe(eff: oracle.Effect) -> dict:
+    return {"surface": list(eff.surf), "moved": list(eff.ret), "kind": eff.kind, "events": eff.events,
+            "generation": eff.gen, "violations": [list(v) for v in eff.violations], "label": eff.label}
 
 
 def _comps(eff: oracle.Effect) -> int:

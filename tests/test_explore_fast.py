@@ -1,0 +1,106 @@
+"""The fast path of `surfacecheck explore`: model runs shared across surfaces of one shape.
+
+The shared runs (surfacecheck/explore/shape.py) must give the very state graph that one model
+run per real surface gives; the oracle mode re-runs the model on every real surface and must find
+no difference; and the oracle must *notice* a key that is too coarse (its negative control).
+"""
+from __future__ import annotations
+
+import gc
+import random
+
+import pytest
+
+from surfacecheck.explore import shape
+from surfacecheck.explore.bfs import explore
+from surfacecheck.explore.run import run_explore
+from surfacecheck.explore.stage import CONTROL_BOUNDS
+from surfacecheck.explore.variants import VARIANTS
+from surfacecheck.explore.world import Bounds, World
+
+
+def _graph(world: World):
+    exp = explore(world)
+    return exp.states, exp.depth, exp.edges, exp.state_violations
+
+
+@pytest.mark.parametrize("bounds", [Bounds(3, 1, 1), Bounds(4, 2, 1)])
+def test_shared_runs_give_the_exact_state_graph(bounds):
+    fast, exact = World(bounds), World(bounds, shared=False)
+    assert _graph(fast) == _graph(exact)  # states, depths, every edge with its labels, in BFS order
+    assert fast.oracle_calls < exact.oracle_calls
+
+
+@pytest.mark.parametrize("name", sorted(CONTROL_BOUNDS))
+def test_shared_runs_give_the_exact_graph_of_every_control(name):
+    bounds = CONTROL_BOUNDS[name]
+    fast, exact = World(bounds, variant=VARIANTS[name]), World(bounds, variant=VARIANTS[name], shared=False)
+    assert _graph(fast) == _graph(exact)
+
+
+def test_oracle_checks_every_shared_transition_at_small_bounds():
+    world = World(Bounds(4, 2, 1), check_oracle=True)
+    explore(world)
+    assert world.oracle_checks > 10_000 and world.oracle_mismatches == []
+
+
+def test_oracle_on_random_paths_at_the_default_bounds():
+    """Random walks through the default world (5/2/1), every shared run re-run on its real surface."""
+    world, rng, steps = World(Bounds(), check_oracle=True), random.Random(11), 0
+    for _ in range(60):
+        state = world.initial()
+        for _ in range(25):
+            moves = world.successors(state)
+            if not moves:
+                break
+            _action, state, _edge = rng.choice(moves)
+            steps += 1
+    assert steps > 600 and world.oracle_checks > 500
+    assert world.oracle_mismatches == []
+
+
+def test_oracle_catches_a_key_that_is_too_coarse(monkeypatch):
+    """Negative control for the sharing argument: drop the prefix price sum from the key and the
+    oracle reports differences (so its silence above means something)."""
+    original = shape.view
+
+    def coarse(op, surf, outcome, routed, settings):
+        key = original(op, surf, outcome, routed, settings)
+        return key[:2] + key[3:] if key[0] == "~" else key
+
+    monkeypatch.setattr("surfacecheck.explore.world.view", coarse)
+    report = run_explore(Bounds(4, 1, 1), oracle=True)
+    assert report["verdict"] == "oracle-mismatch" and report["exit_code"] == 1
+    assert report["oracle"]["mismatch_count"] > 0
+    assert {"op", "surface", "model", "shared"} <= set(report["oracle"]["mismatches"][0])
+
+
+def test_shape_split_is_a_balanced_cut_inside_every_range():
+    """`m` never splits a tool pair and never reaches past the last node (spec 3, 7)."""
+    assert shape.split((), 0) == 0
+    assert shape.split(("U", "T1", "R", "A"), 0) == 3
+    assert shape.split(("U", "T2", "R"), 0) == 1  # the open pair is never cut
+    assert shape.split(("V", "A", "V", "A"), 160) == 2  # keeps the last V + A (500 >= 160 tokens)
+    assert shape.split(("V", "A", "U", "A"), 160) == 0  # U + A (35) is below the budget: all is kept
+
+
+def test_report_modes_and_gc_restored():
+    assert gc.isenabled()
+    exact = run_explore(Bounds(3, 1, 1), shared=False)
+    fast = run_explore(Bounds(3, 1, 1), oracle=True)
+    assert gc.isenabled()
+    assert exact["model_runs_mode"] == "exact" and fast["model_runs_mode"] == "shared+oracle"
+    for key in ("states", "edges", "depth", "verdict"):
+        assert exact[key] == fast[key]
+    assert fast["oracle"]["checked"] > 0 and fast["oracle"]["mismatch_count"] == 0
+
+
+def test_cli_oracle_and_exact(capsys):
+    from surfacecheck.cli import main
+
+    assert main(["explore", "--events", "3", "--tool-pairs", "1", "--oracle"]) == 0
+    out = capsys.readouterr().out
+    assert "re-run on their real surface, 0 mismatches" in out and "verdict: ok" in out
+    with pytest.raises(SystemExit) as exited:
+        main(["explore", "--oracle", "--exact"])
+    assert exited.value.code == 2
