@@ -31,9 +31,10 @@ exit codes:
 """
 
 MAIN_DESCRIPTION = """\
-surfacecheck verifies context compaction against an executable reference model of the
-DeepSeek Harness (dsh) session log: it replays session logs through a runtime and checks the
-surface, replace generation, replacements and token projections it computes."""
+surfacecheck verifies an agent runtime's context compaction against an executable reference
+model of the DeepSeek Harness (dsh) session log: it audits real logs, drives the runtime in
+lockstep with the model (Hypothesis), proves properties with Z3, model-checks a bounded world
+and benchmarks the pressure projection. 'surfacecheck check' runs all of it and writes a report."""
 
 CHECK_DESCRIPTION = f"""\
 Replay every generated scenario log (scenarios/logs/*.jsonl) and, if a corpus is found, every
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
-        help="replay every scenario and corpus log through a runtime and report violations",
+        help="the main job: every capability against one runtime (embedded by default), one report",
         description=CHECK_DESCRIPTION,
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
