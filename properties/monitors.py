@@ -47,6 +47,7 @@ _PROVIDERS = (
     "properties.invariants",
     "properties.proofs.monitors",
     "surfacecheck.explore.monitors",
+    "properties.promises",
 )
 
 

@@ -57,6 +57,8 @@ Then it runs every capability stage against the chosen runtime (--only/--skip se
             scenario and corpus log appended event by event and compared with the model;
   audit     every log audited rule by rule (surfacecheck audit);
   verify    the Hypothesis lockstep machines at every level, CI profile (surfacecheck verify);
+  findings  dsh's own broken promises (spec 15): known ones from properties/findings.json, new
+            ones fail (surfacecheck findings; --strict fails on known ones too);
   prove     the Z3 obligations and their negative controls (surfacecheck prove);
   explore   bounded exhaustive model checking at small bounds (surfacecheck explore);
   bench     the per-append cost model of the pressure projection (surfacecheck bench).
@@ -137,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Each capability registers its own subcommands (``surfacecheck/<capability>/cli.py``).
-CAPABILITIES = ("audit", "verify", "prove", "bench", "explore")
+CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore")
 
 
 def _stage_list(value: str) -> tuple[str, ...]:

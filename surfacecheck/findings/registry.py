@@ -1,0 +1,75 @@
+"""The known-findings registry (``properties/findings.json``): dsh behaviours that break a design
+promise, each with its §15 gap, its class (``defect`` or ``tradeoff``), the promise monitor it
+breaks, a reason citing the spec, and a minimal witness trace (path relative to the registry).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import properties
+
+DEFAULT_PATH = Path(properties.__file__).resolve().parent / "findings.json"
+CLASSES = ("defect", "tradeoff")
+FIELDS = ("id", "gap", "class", "promise", "reason", "trace")
+
+
+class RegistryError(ValueError):
+    """A registry that cannot be used; ``str()`` is ``PATH: reason``."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One registered finding; ``trace_path`` is the witness resolved against the registry's folder."""
+
+    id: str
+    gap: str
+    klass: str
+    promise: str
+    reason: str
+    trace: str
+    trace_path: Path
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "gap": self.gap, "class": self.klass, "promise": self.promise,
+                "reason": self.reason, "trace": self.trace}
+
+
+def load(path: str | Path | None = None) -> list[Finding]:
+    """Read and check the registry; :class:`RegistryError` on anything malformed."""
+    from properties.monitors import all_monitors
+
+    path = Path(path) if path is not None else DEFAULT_PATH
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RegistryError(f"{path}: not JSON: {exc}") from None
+    entries = document.get("findings") if isinstance(document, dict) else None
+    if not isinstance(entries, list):
+        raise RegistryError(f"{path}: expected an object with a \"findings\" list")
+    monitors, seen, found = all_monitors(), set(), []
+    for index, entry in enumerate(entries):
+        where = f"{path}: findings[{index}]"
+        if not isinstance(entry, dict) or any(not isinstance(entry.get(k), str) or not entry[k] for k in FIELDS):
+            raise RegistryError(f"{where}: every entry needs non-empty strings {', '.join(FIELDS)}")
+        if entry["id"] in seen:
+            raise RegistryError(f"{where}: duplicate id {entry['id']!r}")
+        if entry["class"] not in CLASSES:
+            raise RegistryError(f"{where}: class must be one of {CLASSES}, got {entry['class']!r}")
+        if entry["promise"] not in monitors or not entry["promise"].startswith("promise-"):
+            raise RegistryError(f"{where}: {entry['promise']!r} is not a registered promise- monitor")
+        seen.add(entry["id"])
+        found.append(Finding(entry["id"], entry["gap"], entry["class"], entry["promise"], entry["reason"],
+                             entry["trace"], (path.parent / entry["trace"]).resolve()))
+    return found
+
+
+def match(findings: list[Finding], promise: str, gap: str | None = None) -> Finding | None:
+    """The registered finding for a violation of ``promise`` (and ``gap`` when the finder knows it)."""
+    for finding in findings:
+        if finding.promise == promise and (gap is None or finding.gap == gap):
+            return finding
+    return None
