@@ -60,7 +60,8 @@ def register(commands) -> None:
                    help="where traces go (default: %(default)s)")
     p.add_argument("--regressions", default=None, metavar="DIR",
                    help="regression folder replayed first and where new traces are kept "
-                        "(default: properties/regressions)")
+                        "(default: properties/regressions in a checkout of this suite, else ./.surfacecheck/regressions; "
+                        "the shipped properties/regressions are always replayed)")
     p.add_argument("--no-save", action="store_true", help="do not keep new traces in the regression folder")
     p.add_argument("--no-shrink", action="store_true", help="report the first failing example unshrunk (faster)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
@@ -87,13 +88,14 @@ def _usage(args, message: str) -> int:
 
 
 def run_verify_command(args) -> int:
-    from surfacecheck.verify.run import REGRESSIONS, verify
+    from surfacecheck.verify.run import REGRESSIONS, default_regressions, verify
 
     profile = args.profile or ("ci" if os.environ.get("CI") else "dev")
-    regressions = Path(args.regressions) if args.regressions else REGRESSIONS
+    regressions = Path(args.regressions) if args.regressions else default_regressions()
+    replay_also = (REGRESSIONS,) if args.regressions is None and regressions != REGRESSIONS else ()
     try:
         report = verify(args.runtime, level=args.level, profile=profile, seed=args.seed,
-                        trace_dir=Path(args.trace_dir), regressions=regressions, save_regressions=not args.no_save,
+                        trace_dir=Path(args.trace_dir), regressions=regressions, replay_also=replay_also, save_regressions=not args.no_save,
                         timeout=args.timeout, command="surfacecheck " + " ".join(sys.argv[1:]),
                         shrink=not args.no_shrink)
     except ValueError as exc:

@@ -25,6 +25,13 @@ from surfacecheck.verify.reproducer import write_reproducer
 from surfacecheck.verify.runner import LevelResult, levels_up_to, new_seed, open_reference, run_level
 
 REGRESSIONS = Path(__file__).resolve().parents[2] / "properties" / "regressions"
+LOCAL_REGRESSIONS = Path(".surfacecheck") / "regressions"
+
+
+def default_regressions() -> Path:
+    """Where new traces are kept: the committed ``properties/regressions`` in a checkout of this
+    suite, else ``./.surfacecheck/regressions`` (an installed package is never written to)."""
+    return REGRESSIONS if (REGRESSIONS.parents[1] / ".git").exists() else LOCAL_REGRESSIONS
 
 
 @dataclass
@@ -92,12 +99,11 @@ def slug(text: str) -> str:
 
 
 def replay_regressions(folder: Path | None, spec: str, levels: list[str], timeout: float,
-                       runtime=None) -> list[dict]:
-    """Replay every ``*.jsonl`` trace of ``folder`` whose level is being verified (issue 4 point 4)."""
-    if folder is None or not folder.is_dir():
-        return []
+                       runtime=None, also: tuple[Path, ...] = ()) -> list[dict]:
+    """Replay every ``*.jsonl`` trace of ``also`` and ``folder`` whose level is being verified (issue 4 point 4)."""
+    folders = [f for f in dict.fromkeys([*also, folder]) if f is not None and f.is_dir()]
     done = []
-    for path in sorted(folder.glob("*.jsonl")):
+    for path in sorted(p for f in folders for p in f.glob("*.jsonl")):
         try:
             trace = read_trace(path)
         except TraceError as exc:
@@ -127,7 +133,7 @@ def keep_regression(folder: Path, trace: Trace) -> Path:
 def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", seed: int | None = None,
            trace_dir: Path = Path("reports/out/traces"), regressions: Path | None = REGRESSIONS,
            save_regressions: bool = True, timeout: float = 10.0, err: TextIO = sys.stderr,
-           command: str | None = None, shrink: bool = True) -> VerifyReport:
+           command: str | None = None, shrink: bool = True, replay_also: tuple[Path, ...] = ()) -> VerifyReport:
     """Run verify; ``ValueError`` for an unknown runtime spelling (usage error)."""
     ensure_variants()
     seed = new_seed(profile, seed)
@@ -146,7 +152,7 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
         if missing:
             report.unavailable = f"unsupported: runtime supports levels {supported}, asked for {missing}"
             return report
-        report.regressions = replay_regressions(regressions, runtime_spec, levels, timeout, runtime)
+        report.regressions = replay_regressions(regressions, runtime_spec, levels, timeout, runtime, replay_also)
         if any(r["verdict"] == "inconclusive" for r in report.regressions):
             return report  # the runtime died replaying a regression: nothing more can be concluded
         reference = open_reference(runtime_spec)
