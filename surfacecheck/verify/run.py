@@ -21,6 +21,7 @@ from surfacecheck.runtime.api import RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Trace, TraceError, read_trace, write_trace
 from surfacecheck.verify.replay import ensure_variants, replay_trace
+from surfacecheck.verify.minimise import minimise_trace
 from surfacecheck.verify.reproducer import write_reproducer
 from surfacecheck.verify.runner import LevelResult, levels_up_to, new_seed, open_reference, run_level
 
@@ -165,6 +166,10 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
             if result.violation is not None:
                 trace = Trace("verify", lvl, result.violation.property, tuple(result.trace_steps), result.violation,
                               runtime_spec, seed, command or _command(runtime_spec, lvl, profile, seed))
+                if shrink:
+                    before = len(trace.steps)
+                    trace = minimise_trace(trace, runtime, timeout=timeout)
+                    err.write(f"verify: level {lvl}: trace cut from {before} to {len(trace.steps)} steps by step deletion\n")
                 path = write_trace(Path(trace_dir) / f"verify-{lvl}-{slug(runtime_spec)}-{seed}.jsonl", trace)
                 write_reproducer(path, trace)
                 report.traces.append(str(path))
