@@ -26,12 +26,11 @@ KNOWN_MINIMAL = {
                                      ["prompt:U", "step:good"]),
     # 62+483+18+612 = 1175 >= 800 at the second pre-step, which does nothing
     "pressure-skipped": (["prompt:V", "step:good", "reply:T1", "result:S"], ["step:good"]),
-    # after pruning 808 >= 800: the range [V, cX] is stretched over the open T2 pair
+    # after pruning 808 >= 800: the range [cX, V] is stretched over the open T2 pair
     "unbalanced-cut": (["ctx:X", "prompt:V", "step:good", "reply:T2", "result:S", "result:S", "step:good"], []),
     # /compact of [U] with a summary bigger than U is committed
     "no-shrink-rule": (["prompt:U", "step:good", "reply:A", "manual:big"], []),
 }
-REPLAY_FIXED_ON_MODEL = {"retry-without-progress", "pressure-skipped", "unbalanced-cut", "no-shrink-rule"}
 
 
 @pytest.fixture(scope="module")
@@ -67,18 +66,16 @@ def test_control_trace_replays(found, name):
     assert trace.source == "explore" and trace.level == "policy" and trace.runtime == f"model:{name}"
     assert trace.notes["actions"][: finding["length"]] == finding["actions"] + finding["loop"]
     assert replay_trace(trace).exit_code == 1  # the bug is still there
-    fixed = replay_trace(trace, "model").exit_code
-    # the missing re-emission is in the agent's own appends, so it persists on any runtime
-    assert fixed == (0 if name in REPLAY_FIXED_ON_MODEL else 1)
+    assert replay_trace(trace, "model").exit_code == 0  # the fix: every bug lives in the runtime
 
 
 @pytest.mark.parametrize("name", ["retry-without-progress", "pressure-skipped", "never-reemit-runtime-context"])
 def test_progress_monitor_sees_the_witness(found, name):
     """Fed the trace's requests and the variant runtime's results, the property's own monitor fires
-    (on the correct model it does not, except for the agent-side runtime-context bug)."""
+    (on the correct model it does not)."""
     prop = VARIANTS[name].breaks
     trace = read_trace(found[name][prop]["trace"])
-    for spec, expect in ((f"model:{name}", True), ("model", name == "never-reemit-runtime-context")):
+    for spec, expect in ((f"model:{name}", True), ("model", False)):
         runtime = open_runtime(spec)
         monitor = lookup(prop).factory()
         fired = None
@@ -90,3 +87,20 @@ def test_progress_monitor_sees_the_witness(found, name):
         assert (fired is not None) == expect, (spec, fired)
         if fired:
             assert fired.property == prop
+
+
+def test_runtime_context_trace_leaves_the_snapshot_to_the_runtime(found):
+    """The runtime-context counterexample asks the RUNTIME to project its snapshot (``pre_step {context,
+    step}``, spec 12/13 steps 4-7) and never appends one itself, so the trace fails on the variant runtime
+    only: exit 1 there, 0 on ``model`` and on the independent ``embedded`` runtime."""
+    name = "never-reemit-runtime-context"
+    trace = read_trace(found[name][VARIANTS[name].breaks]["trace"])
+    pre_steps = [step for step in trace.steps if step.op == "pre_step"]
+    assert pre_steps and all(isinstance(step.args.get("context"), list) and set(step.args["step"]) == {"turn", "step"}
+                             for step in pre_steps)
+    appended = [step.args["event"] for step in trace.steps if step.op == "append"]
+    assert not any(event["type"] == "step/start" for event in appended)
+    assert not any((event["data"].get("source") or {}).get("kind") == "plugin" for event in appended)
+    bug = replay_trace(trace)
+    assert bug.exit_code == 1 and bug.violation.property == VARIANTS[name].breaks
+    assert [replay_trace(trace, spec).exit_code for spec in ("model", "embedded")] == [0, 0]

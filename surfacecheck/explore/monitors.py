@@ -18,7 +18,7 @@ import math
 from properties.monitors import register
 from surfacecheck.trace import Step, Violation
 
-from model.runtime_context import RUNTIME_CONTEXT_SOURCE
+from model.runtime_context import CLEARED, RUNTIME_CONTEXT_SOURCE, join_context_sections
 
 
 def _ok(result) -> bool:
@@ -86,32 +86,46 @@ class PressureBoundedResponse:
 class RuntimeContextReemitted:
     """The window is one step: a snapshot shadowed *during* a step's pre-step or overflow recovery may
     be missing from that step's requests (spec 12, §15 G2); one already missing when the pre-step
-    starts must be back by the step's request."""
+    starts must be back by the step's request. A ``pre_step {context}`` makes the runtime responsible
+    (it writes the snapshot, result ``snapshot``): judged right after that pre-step, against the surface
+    as it was when the pre-step began; driver-appended snapshots are judged at the step's first request."""
 
     name = "explore-runtime-context-reemitted"
 
     def __init__(self) -> None:
         self.snapshots: dict[int, str] = {}
         self.wanted = None
+        self.nodes: list = []  # the surface after the previous request
         self.visible = True  # after the previous step
         self.due = False  # missing when this step's pre-step started
         self.entering = False
 
+    def _shown(self) -> bool:
+        shown = [seq for seq in self.nodes if seq in self.snapshots]
+        return self.wanted is None or (bool(shown) and self.snapshots[max(shown)] == self.wanted)
+
     def _visible(self, query) -> bool:
-        if self.wanted is None:
+        if self.wanted is None and not self.snapshots:
             return True
         surface = query("surface", {})
-        nodes = surface.get("nodes", []) if _ok(surface) else []
-        shown = [seq for seq in nodes if seq in self.snapshots]
-        return bool(shown) and self.snapshots[max(shown)] == self.wanted
+        self.nodes = surface.get("nodes", []) if _ok(surface) else []
+        return self._shown()
 
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         event = _event(step)
         kind = event.get("type")
         data = event.get("data") if isinstance(event.get("data"), dict) else {}
-        before = self.visible
+        context = step.args.get("context") if step.op == "pre_step" else None
+        judged = isinstance(context, list) and _ok(result)
         if step.op == "pre_step":
-            self.due = not before
+            self.due = not self.visible
+        if judged:  # spec 12: the wanted text is the step's own runtime context (CLEARED once any existed)
+            text = join_context_sections(context)
+            self.wanted = text or (CLEARED if self.snapshots else None)
+            self.due = not self._shown()  # the surface the runtime's candidate saw
+            seq = result.get("snapshot")
+            if isinstance(seq, int) and not isinstance(seq, bool):
+                self.snapshots[seq] = self.wanted
         if kind == "user/message" and _ok(result):
             source = data.get("source") or {}
             if source.get("kind") == "plugin" and source.get("plugin") == RUNTIME_CONTEXT_SOURCE:
@@ -119,6 +133,13 @@ class RuntimeContextReemitted:
                 self.snapshots[result.get("seq")] = text
                 self.wanted = text
         self.visible = self._visible(query)
+        if judged:
+            due, self.due, self.entering = self.due, False, False
+            if due and not self.visible:
+                return Violation(self.name, "the runtime-context snapshot was already missing when this pre-step "
+                                            "began and the runtime did not re-emit it for the step's request",
+                                 number, self.wanted, result.get("snapshot"))
+            return None
         if kind == "step/start":
             self.entering = True
         elif kind in ("assistant/chunk", "request/header", "request/context") and self.entering:

@@ -2,8 +2,9 @@
 
 :class:`Concretiser` plays the agent of spec 13 against a runtime (``model`` or
 ``model:<variant>``): each world action becomes the protocol requests dsh's loop would make —
-``append`` of real dsh-shaped events (turn/step brackets, user prompts, runtime-context
-snapshots, provider chunks, assistant messages, tool calls and results), ``pre_step``,
+``append`` of real dsh-shaped events (turn brackets, user prompts, provider chunks, assistant
+messages, tool calls and results), ``pre_step {context, step}`` (the runtime writes `step/start` and
+its runtime-context snapshot, spec 12/13),
 ``request_error``, ``manual_compact``, ``prune``, ``reload`` with their ``summaries`` scripts —
 and records each request as a :class:`~surfacecheck.trace.Step`. After every action it computes
 α of the runtime's state, so a caller can check that the concrete run simulates the abstract path.
@@ -13,7 +14,6 @@ from __future__ import annotations
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step, Trace, Violation
 
-import model.runtime_context as rc
 from model.runtime_context import NEVER, RetainedSnapshot, fold_retained, restore_retained
 
 from . import concrete as C
@@ -101,21 +101,20 @@ class Concretiser:
         self._append("turn/start", {"turn": self.turn}, f"turn/start {self.turn} (prompt {code} queued)")
 
     def _step(self, outcome: str) -> None:
-        with self.variant.patched():  # spec 13 step 4: the candidate is computed before the waterfall
-            candidate = rc.project_sections(self.retained, C.sections(self.ctx), id="pending")
-        result = self._do("pre_step", {"summaries": self._scripts(outcome, self.settings.compaction_retries + 1)},
-                          f"pre-step pressure check (summary outcome {outcome})")
+        """Spec 13 steps 4-7 as one ``pre_step {context, step}``: the RUNTIME projects the runtime-context
+        candidate before its pressure listener, then writes `step/start` and the snapshot (if any); the
+        claimed prompt follows (the protocol's pre_step carries no claimed batch, so it comes after)."""
         self.step += 1
-        self._append("step/start", {"turn": self.turn, "step": self.step}, f"step/start {self.turn}/{self.step}"
-                     f" after pre-step {result.get('kind')}")
+        args = {"context": C.sections(self.ctx), "step": {"turn": self.turn, "step": self.step},
+                "summaries": self._scripts(outcome, self.settings.compaction_retries + 1)}
+        result = self._do("pre_step", args, f"pre-step {self.turn}/{self.step}: runtime context "
+                          f"{self.ctx or 'none'}, pressure check (summary outcome {outcome}), step/start")
+        if "error" in result:
+            raise RuntimeError(f"pre_step refused: {result['error']}")
         if self.pend:
             seq = self.session.next_seq
-            self._append("user/message", C.user_message(self.pend, f"user-{seq}"), f"user prompt {self.pend}",
-                         surface=True)
-        if candidate is not None:
-            seq = self.session.next_seq
-            self._append("user/message", C.snapshot_message(self.ctx, f"runtime-context-{seq}"),
-                         f"runtime-context snapshot ({self.ctx or 'cleared'})", surface=True)
+            self._append("user/message", C.user_message(self.pend, f"user-{seq}"), f"user prompt {self.pend}"
+                         f" (after pre-step {result.get('kind')}, snapshot {result.get('snapshot')})", surface=True)
         self.pend, self.phase = "", "S"
 
     def _reply(self, code: str) -> None:

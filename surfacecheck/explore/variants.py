@@ -197,7 +197,10 @@ def variant(name: str) -> Variant:
 
 
 def runtime_factory(v: Variant):
-    """A ``ModelRuntime`` whose every request runs inside the variant's patches."""
+    """The ``model:<variant>`` runtime: a ``ModelRuntime`` whose every request runs inside the variant's
+    patches, or the variant's own runtime class when the bug lives in a runtime op (:data:`RUNTIMES`)."""
+    if v.name in RUNTIMES:
+        return RUNTIMES[v.name]()
     from surfacecheck.runtime.model_runtime import ModelRuntime
 
     class VariantRuntime(ModelRuntime):
@@ -209,6 +212,36 @@ def runtime_factory(v: Variant):
 
     VariantRuntime.__name__ = f"ModelRuntime_{v.name.replace('-', '_')}"
     return VariantRuntime
+
+
+def _never_reemit_runtime():
+    """Spec 12 broken in the runtime's own ``pre_step {context}``: while the retained snapshot is shadowed
+    (retained null, spec 12 live rule) no candidate is projected, so the snapshot never comes back."""
+    from model.runtime_context import NONE
+    from surfacecheck.runtime.codec import context_sections
+    from surfacecheck.runtime.model_runtime import ModelRuntime
+
+    class NeverReemitRuntime(ModelRuntime):
+        name = "model:never-reemit-runtime-context"
+
+        def __init__(self) -> None:
+            super().__init__()
+            correct = self._ops["pre_step"]
+
+            def pre_step(args: dict) -> dict:
+                if self.retained is not NONE or context_sections(args) is None:
+                    return correct(args)
+                reply = correct({key: value for key, value in args.items() if key != "context"})
+                if "error" not in reply:
+                    reply["snapshot"] = None  # the shadowed snapshot is treated as still sent
+                return reply
+
+            self._ops["pre_step"] = pre_step
+
+    return NeverReemitRuntime
+
+
+RUNTIMES = {"never-reemit-runtime-context": _never_reemit_runtime}
 
 
 def _register() -> None:
