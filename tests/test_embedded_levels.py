@@ -148,8 +148,10 @@ def request(draw, sess: Sess) -> list[tuple[str, dict]]:
         if draw(st.booleans()):
             args["route"] = {"provider": "p", "model": draw(st.sampled_from(["m", "n"]))}
         return [("configure", {**args, **scripts})]
-    if kind == "pre_step":
-        return [("pre_step", {**scripts, **faults})]
+    if kind == "pre_step":  # sometimes with a claimed batch entered after the listener (spec 13 step 7, D9)
+        claimed = {"claimed": [message("user", draw(TEXTS), source={"kind": "user"})
+                               for _ in range(draw(st.integers(0, 2)))]} if draw(st.booleans()) else {}
+        return [("pre_step", {**scripts, **faults, **claimed})]
     if kind == "request_error":
         return [("request_error", {"code": draw(st.sampled_from(["CONTEXT_WINDOW_EXCEEDED"] * 3 + ["RATE_LIMIT"])),
                                    "aborted": draw(st.integers(0, 6)) == 0, **scripts, **faults})]

@@ -67,6 +67,12 @@ def test_control_trace_replays(found, name):
     assert trace.notes["actions"][: finding["length"]] == finding["actions"] + finding["loop"]
     assert replay_trace(trace).exit_code == 1  # the bug is still there
     assert replay_trace(trace, "model").exit_code == 0  # the fix: every bug lives in the runtime
+    assert replay_trace(trace, "embedded").exit_code == 0  # and the independent runtime agrees
+    steps = list(trace.steps)
+    claims = [s for s in steps if s.op == "pre_step" and s.args.get("claimed")]
+    assert not any(s.op == "append" and (s.args["event"].get("data") or {}).get("source") == {"kind": "user"}
+                   for s in steps)  # queued prompts are claimed by pre_step (D9), never appended after it
+    assert claims or "prompt" not in " ".join(trace.notes["actions"])
 
 
 @pytest.mark.parametrize("name", ["retry-without-progress", "pressure-skipped", "never-reemit-runtime-context"])

@@ -265,7 +265,10 @@ def test_reload_refuses_a_log_a_live_append_accepted():
 
 def test_sample_script_reaches_every_op():
     runtime = ModelRuntime()
-    results = [(op, runtime.call(op, args)) for op, args in sample_requests()]
+    results, labels = [], []
+    for op, args in sample_requests():
+        results.append((op, runtime.call(op, args)))
+        labels += list(runtime.last_labels)
     ops = {op for op, _ in results}
     assert ops == {"reset", "append", "surface", "cuts", "measure", "projection", "select_range", "prune", "compact",
                    "configure", "pre_step", "request_error", "manual_compact", "reload"}
@@ -273,6 +276,7 @@ def test_sample_script_reaches_every_op():
     assert {("pre_step", "pruned"), ("compact", "failed"), ("compact", "success"), ("request_error", "retry"),
             ("request_error", "next")} <= kinds
     assert json.loads(json.dumps(results)) == [list(item) for item in results]
-    assert any(label.startswith("compaction/start at seq") for label in runtime.last_labels)  # trace story
+    assert any(label.startswith("compaction/start at seq") for label in labels)  # trace story
+    assert ("pre_step", "noop") in kinds and results[-4][1]["appended"] == ["step/start", "user/message", "user/message"]
     runtime.call("surface", {})
     assert runtime.last_labels == ()

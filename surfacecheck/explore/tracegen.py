@@ -3,8 +3,8 @@
 :class:`Concretiser` plays the agent of spec 13 against a runtime (``model`` or
 ``model:<variant>``): each world action becomes the protocol requests dsh's loop would make —
 ``append`` of real dsh-shaped events (turn brackets, user prompts, provider chunks, assistant
-messages, tool calls and results), ``pre_step {context, step}`` (the runtime writes `step/start` and
-its runtime-context snapshot, spec 12/13),
+messages, tool calls and results), ``pre_step {context, step, claimed}`` (the runtime writes
+`step/start`, the claimed prompt and its runtime-context snapshot last, spec 12/13 D9),
 ``request_error``, ``manual_compact``, ``prune``, ``reload`` with their ``summaries`` scripts —
 and records each request as a :class:`~surfacecheck.trace.Step`. After every action it computes
 α of the runtime's state, so a caller can check that the concrete run simulates the abstract path.
@@ -101,20 +101,19 @@ class Concretiser:
         self._append("turn/start", {"turn": self.turn}, f"turn/start {self.turn} (prompt {code} queued)")
 
     def _step(self, outcome: str) -> None:
-        """Spec 13 steps 4-7 as one ``pre_step {context, step}``: the RUNTIME projects the runtime-context
-        candidate before its pressure listener, then writes `step/start` and the snapshot (if any); the
-        claimed prompt follows (the protocol's pre_step carries no claimed batch, so it comes after)."""
+        """Spec 13 steps 4-7 as one ``pre_step {context, step, claimed}``: the RUNTIME projects the
+        runtime-context candidate before its pressure listener, then writes `step/start`, the claimed prompt
+        and the snapshot (if any) last of the entered batch (D9, dsh order)."""
         self.step += 1
         args = {"context": C.sections(self.ctx), "step": {"turn": self.turn, "step": self.step},
                 "summaries": self._scripts(outcome, self.settings.compaction_retries + 1)}
+        claimed = f", claims prompt {self.pend}" if self.pend else ""
+        if self.pend:
+            args["claimed"] = [C.user_message(self.pend, f"user-turn-{self.turn}")]
         result = self._do("pre_step", args, f"pre-step {self.turn}/{self.step}: runtime context "
-                          f"{self.ctx or 'none'}, pressure check (summary outcome {outcome}), step/start")
+                          f"{self.ctx or 'none'}, pressure check (summary outcome {outcome}), step/start{claimed}")
         if "error" in result:
             raise RuntimeError(f"pre_step refused: {result['error']}")
-        if self.pend:
-            seq = self.session.next_seq
-            self._append("user/message", C.user_message(self.pend, f"user-{seq}"), f"user prompt {self.pend}"
-                         f" (after pre-step {result.get('kind')}, snapshot {result.get('snapshot')})", surface=True)
         self.pend, self.phase = "", "S"
 
     def _reply(self, code: str) -> None:

@@ -15,8 +15,8 @@ that the VIEW reduction drops (:mod:`.canonical`).
 
 Actions (``name:argument``): ``prompt:U|V`` (idle), ``ctx:X|Y|-`` (idle or between steps),
 ``step:<summary outcome>`` (pre-step: runtime-context candidate, then the pressure listener, then
-``step/start`` and the entered batch, snapshot then claimed prompt as the protocol's ``pre_step``
-writes them — spec 13 steps 4-7), ``reply:A|T1|T2`` (a request that fits),
+``step/start`` and the entered batch, claimed prompt then snapshot, dsh order; the protocol's
+``pre_step {claimed}`` writes them so — spec 13 steps 4-7), ``reply:A|T1|T2`` (a request that fits),
 ``overflow:<outcome>`` (a request at or over the window fails, spec 10), ``result:R|S``,
 ``manual:<outcome>`` (``/compact``, idle), ``prune`` and ``reload`` (crash + reopen with
 `session/end-seed`, idle). Summary outcomes: good, big (not smaller), fail, cancel, concurrent.
@@ -221,9 +221,9 @@ class World:
             effects = [(self.outcomes[0], oracle.Effect(surf, tuple(range(len(surf))), retries, seen, "unrouted", False,
                                                         0, 0, 0, False, (), "pressure: no route"))]
         for outcome, eff in effects:
-            entered = ((cand,) if cand else ()) + ((pend,) if pend else ())  # protocol order
+            entered = ((pend,) if pend else ()) + ((cand,) if cand else ())  # D9: snapshot last
             new_surf = eff.surf + entered
-            new_ret = len(eff.surf) if cand else oracle.follow_retained("pressure", ret, eff)
+            new_ret = len(new_surf) - 1 if cand else oracle.follow_retained("pressure", ret, eff)
             label = f"pre-step {eff.label}; step/start" + (f"; entered {' '.join(entered)}" if entered else "")
             moves.append((f"step:{outcome}", ("S", "", new_surf, new_ret, ctx, retries, seen, routed),
                           0, 0, _comps(eff), eff.events + 1 + len(entered), 0, _gen(surf, eff),

@@ -16,7 +16,7 @@ Operations by level (each level includes the ones above it):
     ``select_range {retain_tokens}`` → ``{range: {start, end} | null}`` · ``prune {pruner?}`` ·
     ``compact {start, end, manual?, summaries?}`` (scripted summary outcomes)
 ``policy``
-    ``configure {policy, context_window?, route?, summaries?}`` · ``pre_step {context?, step?, summaries?}`` ·
+    ``configure {policy, context_window?, route?, summaries?}`` · ``pre_step {context?, step?, claimed?, summaries?}`` ·
     ``request_error {code, summaries?}`` · ``manual_compact {args?, summary?}`` · ``reload {}`` (crash and reopen)
 
 Exact shapes: ``docs/protocol.md`` and ``docs/schemas/`` (generated from :mod:`.schemas`).

@@ -170,6 +170,22 @@ def step_marker(args: dict) -> dict | None:
     return {"turn": marker["turn"], "step": marker["step"]}
 
 
+def claimed_messages(args: dict) -> list[dict] | None:
+    """``pre_step``'s optional ``claimed``: the inbox batch claimed for this step (spec 13 step 4), each a
+    `user/message` event's ``data``, entered after `step/start` and before the snapshot (D9). Checked
+    here so a bad batch is a protocol error that writes nothing (spec 1.3 step 1 lossless JSON)."""
+    from copy import deepcopy
+
+    from model.session import is_lossless_json
+
+    claimed = args.get("claimed")
+    if claimed is None:
+        return None
+    if not isinstance(claimed, list) or not all(isinstance(m, dict) and is_lossless_json(m) for m in claimed):
+        raise ProtocolError("bad-args", "claimed is a list of user/message data objects (lossless JSON)")
+    return deepcopy(claimed)
+
+
 def snapshot_id(seq: int) -> str:
     """The id of a runtime-context snapshot entered at ``seq`` (dsh mints a UUID; the protocol fixes this one)."""
     return f"runtime-context-{seq}"

@@ -25,8 +25,8 @@ from model.summarizer import ScriptedSummarizer, SummaryScript
 from model.transaction import TransactionOptions, compact_surface_region
 
 from .api import ProtocolError
-from .codec import (compaction_result, configure_args, context_sections, failure, faults, refusal, require, snapshot_id, step_marker,
-                    summary_scripts)
+from .codec import (claimed_messages, compaction_result, configure_args, context_sections, failure, faults, refusal,
+                    require, snapshot_id, step_marker, summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
 
@@ -160,8 +160,9 @@ class _Ops:
     def pre_step(self, args: dict) -> dict:
         """Spec 13 steps 4-7: the runtime-context candidate (``context``) is projected *before* the
         `agent/pre-step` pressure listener (spec 12 one-request window); pressure errors are warned once per
-        target key (spec 9.2-9.3); then `step/start` (``step``) and the candidate, last of the batch (D9)."""
-        sections, marker = context_sections(args), step_marker(args)
+        target key (spec 9.2-9.3); then `step/start` (``step``), the ``claimed`` inbox batch, and the candidate,
+        last of the entered batch (D9)."""
+        sections, marker, claimed = context_sections(args), step_marker(args), claimed_messages(args)
         before = len(self.rt.session.log)
         candidate = None if sections is None else project_sections(self.rt.retained, sections)
         if not self.state.env.policy.compaction.auto:
@@ -175,7 +176,7 @@ class _Ops:
                 return refusal(exc)
             reply = {"kind": self._pressure_kind(outcome, bool(common["appended"])),
                      "result": compaction_result(outcome.value), "failure": failure(outcome.error)}
-        snapshot = self._enter(marker, candidate)
+        snapshot = self._enter(marker, claimed or [], candidate)
         reply.update(generation=self.rt.session.generation,
                      appended=[event.type for event in self.rt.session.log[before:]])
         if sections is not None:
@@ -192,11 +193,14 @@ class _Ops:
             self.state.warned.add(error.target_key)
         return "warned"
 
-    def _enter(self, marker: dict | None, candidate: dict | None) -> int | None:
-        """`step/start {turn, step}` then the runtime-context candidate as an appended `user/message` (D9)."""
+    def _enter(self, marker: dict | None, claimed: list[dict], candidate: dict | None) -> int | None:
+        """`step/start {turn, step}`, the claimed messages, then the runtime-context candidate, each an
+        appended `user/message`: the snapshot is the last member of the entered batch (spec 13 step 7, D9)."""
         session = self.rt.session
         if marker is not None:
             session, _ = append(session, "step/start", dict(marker))
+        for message in claimed:
+            session, _ = append(session, "user/message", message, surface_op="append")
         seq = None
         if candidate is not None:
             seq = session.next_seq

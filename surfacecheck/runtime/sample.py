@@ -95,4 +95,10 @@ def _after_turn() -> list[tuple[str, dict]]:
         ("reload", {}),
         ("surface", {}), ("cuts", {}), ("measure", {}), ("projection", {}),
         ("compact", {"start": 27, "end": 11, "manual": True}),
+        # a second turn's first step: the claimed prompt, then the runtime-context snapshot (spec 13, D9)
+        ("append", {"event": {"type": "turn/start", "data": {"turn": 2}}}),
+        ("pre_step", {"step": {"turn": 2, "step": 1}, "context": [{"name": "cwd", "text": "/work"}],
+                      "claimed": [{"id": "u-2", "role": "user", "source": {"kind": "user"},
+                                   "content": [{"type": "text", "text": "and now?"}]}]}),
+        ("surface", {}), ("measure", {}), ("projection", {}),
     ]

@@ -13,7 +13,8 @@ from typing import Any
 from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ..api import ProtocolError
-from ..codec import configure_args, context_sections, refusal, require, snapshot_id, step_marker, summary_scripts
+from ..codec import (claimed_messages, configure_args, context_sections, refusal, require, snapshot_id, step_marker,
+                     summary_scripts)
 from .compaction import FAULT_KEYS, NO_FAULTS, Faults
 from .policy import COMMAND_TEXTS
 from .seed import reopen
@@ -132,8 +133,9 @@ class LevelOps:
 
     def pre_step(self, args: dict) -> dict:
         """Spec 13 steps 4-7: the runtime-context candidate (``context``) is projected *before* the pressure
-        listener (spec 12 one-request window); then pressure; then `step/start` (``step``) and the candidate."""
-        sections, marker = context_sections(args), step_marker(args)
+        listener (spec 12 one-request window); then pressure; then `step/start` (``step``), the ``claimed``
+        inbox batch, and the candidate last (D9)."""
+        sections, marker, claimed = context_sections(args), step_marker(args), claimed_messages(args)
         engine, before = self.rt.engine, len(self.rt.session.log)
         candidate = None if sections is None else self.rt.context.candidate(sections, "")
         if not engine.policy.compaction.auto:
@@ -145,18 +147,21 @@ class LevelOps:
                 return refusal(exc)
             reply = {"kind": pressure_kind(outcome.error, bool(common["appended"]), outcome.result, engine.warned),
                      "result": outcome.result, "failure": failure(outcome.error)}
-        snapshot = self.enter(marker, candidate)
+        snapshot = self.enter(marker, candidate, claimed or ())
         reply.update(generation=self.rt.session.generation,
                      appended=[event["type"] for event in self.rt.session.log[before:]])
         if sections is not None:
             reply["snapshot"] = snapshot
         return reply
 
-    def enter(self, marker: dict | None, candidate: dict | None) -> int | None:
-        """Spec 13 step 7 (D9): `step/start`, then the candidate as the last member of the entered batch."""
+    def enter(self, marker: dict | None, candidate: dict | None, claimed=()) -> int | None:
+        """Spec 13 step 7 (D9): `step/start`, the claimed messages in order, then the candidate as the last
+        member of the entered batch."""
         session = self.rt.session
         if marker is not None:
             session.append("step/start", dict(marker))
+        for message in claimed:
+            session.append("user/message", message, "append")
         if candidate is None:
             return None
         candidate["id"] = snapshot_id(session.next_seq)
