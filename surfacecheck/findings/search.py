@@ -19,6 +19,7 @@ from properties.promises import PROMISES
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.trace import Step, Trace, Violation
 from surfacecheck.verify.lockstep import Lockstep
+from surfacecheck.verify.minimise import delete_steps
 
 SEARCH_LEVELS = ("policy", "compaction")
 """The machines searched, in order: policy (pressure, overflow, runtime context), then compaction
@@ -57,21 +58,9 @@ def first_violation(steps: Iterable[Step], promise: str, runtime=None) -> Violat
 
 
 def minimise(steps: list[Step], promise: str) -> list[Step]:
-    """Delete steps (chunks, then single steps; never the leading ``reset``) while ``promise`` still fails
-    on the model: a 1-minimal witness in the sense of delta debugging."""
-    current = list(steps)
-    chunk = max(1, len(current) // 2)
-    while chunk >= 1:
-        i, changed = 1, False
-        while i < len(current):
-            candidate = current[:i] + current[i + chunk:]
-            if len(candidate) < len(current) and first_violation(candidate, promise) is not None:
-                current, changed = candidate, True
-            else:
-                i += chunk
-        if not changed:
-            chunk //= 2
-    return current
+    """Delete steps (never the leading ``reset``) while ``promise`` still fails on the model: a 1-minimal
+    witness in the sense of delta debugging (the same ddmin as verify's traces)."""
+    return delete_steps(list(steps), lambda candidate: first_violation(candidate, promise) is not None)
 
 
 def wire(event) -> dict:

@@ -28,20 +28,38 @@ def minimise_trace(trace: Trace, runtime, *, budget_seconds: float = 20.0, timeo
         outcome = replay_trace(replace(trace, steps=tuple(steps)), trace.runtime, runtime=runtime, timeout=timeout)
         return outcome.violation if outcome.same and not outcome.unavailable else None
 
-    current = list(trace.steps)
-    violation = fails(current)
-    if violation is None:
+    found = {"violation": fails(trace.steps)}
+    if found["violation"] is None:
         return trace  # does not replay to the same failure (flaky or order-dependent): keep it as found
+
+    def still_fails(steps) -> bool:
+        violation = fails(steps)
+        if violation is not None:
+            found["violation"] = violation
+        return violation is not None
+
+    steps = delete_steps(list(trace.steps), still_fails, deadline=deadline)
+    return replace(trace, steps=tuple(steps), violation=found["violation"])
+
+
+def delete_steps(steps: list, still_fails, *, deadline: float | None = None) -> list:
+    """ddmin over ``steps``: delete chunks, then single steps (never the first, the ``reset``), keeping each
+    deletion after which ``still_fails(candidate)`` holds; stops at ``deadline`` (monotonic) if given.
+    The result is 1-minimal: no single further step can go."""
+    current = list(steps)
     chunk = max(1, len(current) // 2)
-    while chunk >= 1 and time.monotonic() < deadline:
+
+    def in_time() -> bool:
+        return deadline is None or time.monotonic() < deadline
+
+    while chunk >= 1 and in_time():
         i, changed = 1, False
-        while i < len(current) and time.monotonic() < deadline:
+        while i < len(current) and in_time():
             candidate = current[:i] + current[i + chunk:]
-            found = fails(candidate) if len(candidate) < len(current) else None
-            if found is not None:
-                current, violation, changed = candidate, found, True
+            if len(candidate) < len(current) and still_fails(candidate):
+                current, changed = candidate, True
             else:
                 i += chunk
         if not changed:
             chunk //= 2
-    return replace(trace, steps=tuple(current), violation=violation)
+    return current
