@@ -113,19 +113,26 @@ def summary_scripts(args: dict, key: str = "summaries") -> tuple | None:
 FAULT_APPENDS = ("compaction/summary", "checkpoint", "compaction/end", "error-close", "prune-replace")
 
 
-def faults(args: dict):
-    """Optional ``faults {fail_appends: [...], flush_fails, cancel_during_flush}`` (spec 8.3, 11.2)."""
-    from model.transaction import NO_FAULTS, Faults
-
+def fault_fields(args: dict) -> tuple[frozenset, bool, bool] | None:
+    """Optional ``faults {fail_appends: [...], flush_fails, cancel_during_flush}`` (spec 8.3, 11.2) as plain
+    values (fail_appends, flush_fails, cancel_during_flush), or ``None`` when absent; each runtime builds its own."""
     obj = args.get("faults")
     if obj is None:
-        return NO_FAULTS
+        return None
     if not isinstance(obj, dict) or set(obj) - {"fail_appends", "flush_fails", "cancel_during_flush"}:
         raise ProtocolError("bad-args", "faults is {fail_appends?: [...], flush_fails?: bool, cancel_during_flush?: bool}")
     fail = obj.get("fail_appends") or []
     if not isinstance(fail, list) or any(item not in FAULT_APPENDS for item in fail):
         raise ProtocolError("bad-args", f"faults.fail_appends entries must be among {list(FAULT_APPENDS)}")
-    return Faults(frozenset(fail), bool(obj.get("flush_fails", False)), bool(obj.get("cancel_during_flush", False)))
+    return frozenset(fail), bool(obj.get("flush_fails", False)), bool(obj.get("cancel_during_flush", False))
+
+
+def faults(args: dict):
+    """The model's :class:`~model.transaction.Faults` for a request's optional ``faults``."""
+    from model.transaction import NO_FAULTS, Faults
+
+    fields = fault_fields(args)
+    return NO_FAULTS if fields is None else Faults(*fields)
 
 
 def compaction_result(result) -> dict | None:

@@ -37,7 +37,6 @@ class Faults:
 
 
 NO_FAULTS = Faults()
-FAULT_KEYS = ("compaction/summary", "checkpoint", "compaction/end", "error-close", "prune-replace")
 
 
 @dataclass(frozen=True)

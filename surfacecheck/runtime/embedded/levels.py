@@ -13,9 +13,9 @@ from typing import Any
 from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ..api import ProtocolError
-from ..codec import (claimed_messages, configure_args, context_sections, refusal, require, snapshot_id, step_marker,
+from ..codec import (claimed_messages, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
                      summary_scripts)
-from .compaction import FAULT_KEYS, NO_FAULTS, Faults
+from .compaction import NO_FAULTS, Faults
 from .policy import COMMAND_TEXTS
 from .seed import reopen
 from .transaction import TxOptions
@@ -38,16 +38,9 @@ class Scripts:
 
 
 def parse_faults(args: dict) -> Faults:
-    """Optional ``faults {fail_appends, flush_fails, cancel_during_flush}`` (spec 8.3, 11.2)."""
-    obj = args.get("faults")
-    if obj is None:
-        return NO_FAULTS
-    if not isinstance(obj, dict) or set(obj) - {"fail_appends", "flush_fails", "cancel_during_flush"}:
-        raise ProtocolError("bad-args", "faults is {fail_appends?: [...], flush_fails?: bool, cancel_during_flush?: bool}")
-    fail = obj.get("fail_appends") or []
-    if not isinstance(fail, list) or any(item not in FAULT_KEYS for item in fail):
-        raise ProtocolError("bad-args", f"faults.fail_appends entries must be among {list(FAULT_KEYS)}")
-    return Faults(frozenset(fail), bool(obj.get("flush_fails", False)), bool(obj.get("cancel_during_flush", False)))
+    """The embedded runtime's :class:`Faults` for a request's optional ``faults`` (spec 8.3, 11.2)."""
+    fields = fault_fields(args)
+    return NO_FAULTS if fields is None else Faults(*fields)
 
 
 def failure(error) -> dict | None:
