@@ -99,3 +99,11 @@ def dispatch(handlers: dict[str, Any], op: str, args: Any) -> dict[str, Any]:
     if not isinstance(args, dict):
         raise ProtocolError("bad-args", "args must be a JSON object")
     return handler(args)
+
+
+def bind_level_ops(handlers: dict[str, Any], ops: Any, levels: tuple[str, ...] = ("compaction", "policy")) -> tuple[str, ...]:
+    """Register ``ops.<op>`` for every op of ``levels`` (the :data:`OPS` table is the one list of op names);
+    returns every level the runtime then supports."""
+    for level in levels:
+        handlers.update({op: getattr(ops, op) for op in OPS[level]})
+    return LEVELS

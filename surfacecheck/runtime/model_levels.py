@@ -24,7 +24,7 @@ from model.session import append, seeded
 from model.summarizer import ScriptedSummarizer, SummaryScript
 from model.transaction import TransactionOptions, compact_surface_region
 
-from .api import ProtocolError
+from .api import ProtocolError, bind_level_ops
 from .codec import (claimed_messages, compaction_result, configure_args, context_sections, failure, faults, refusal,
                     require, snapshot_id, step_marker, summary_scripts)
 
@@ -59,12 +59,7 @@ def install(runtime) -> tuple[str, ...]:
     """Add the compaction and policy ops to ``runtime``; returns the levels it now supports."""
     ops = _Ops(runtime)
     runtime.level_state = LevelState()
-    runtime._ops.update({
-        "select_range": ops.select_range, "prune": ops.prune, "compact": ops.compact,
-        "configure": ops.configure, "pre_step": ops.pre_step, "request_error": ops.request_error,
-        "manual_compact": ops.manual_compact, "reload": ops.reload,
-    })
-    return ("log", "compaction", "policy")
+    return bind_level_ops(runtime._ops, ops)
 
 
 class _Ops:

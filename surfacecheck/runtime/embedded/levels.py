@@ -12,7 +12,7 @@ from typing import Any
 
 from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
-from ..api import ProtocolError
+from ..api import ProtocolError, bind_level_ops
 from ..codec import (claimed_messages, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
                      summary_scripts)
 from .compaction import NO_FAULTS, Faults
@@ -50,12 +50,7 @@ def failure(error) -> dict | None:
 def install(runtime) -> tuple[str, ...]:
     """Add the compaction and policy ops to ``runtime`` (kept as ``runtime.level_ops``); the levels it supports."""
     ops = runtime.level_ops = LevelOps(runtime)
-    runtime._ops.update({
-        "select_range": ops.select_range, "prune": ops.prune, "compact": ops.compact,
-        "configure": ops.configure, "pre_step": ops.pre_step, "request_error": ops.request_error,
-        "manual_compact": ops.manual_compact, "reload": ops.reload,
-    })
-    return ("log", "compaction", "policy")
+    return bind_level_ops(runtime._ops, ops)
 
 
 class LevelOps:
