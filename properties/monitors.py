@@ -48,6 +48,8 @@ _PROVIDERS = (
     "properties.proofs.monitors",
     "surfacecheck.explore.monitors",
     "properties.promises",
+    "properties.promises_context",
+    "properties.promises_measure",
 )
 
 

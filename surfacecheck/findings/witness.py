@@ -155,6 +155,23 @@ BUILDERS = {"G1-unclaimed-replace-drift": g1_unclaimed_replace, "G7-shrink-floor
             "G11-manual-cancellation-beats-success": g11_cancellation_wins,
             "G8-overflow-prune-bypasses-lock": g8_lock_bypass}
 
+# further witness modules each define BUILDERS of their own (one module per family of promises)
+_MORE = ("surfacecheck.findings.witness_context", "surfacecheck.findings.witness_measure")
+
+
+def _extend() -> None:
+    import importlib
+
+    for module in _MORE:
+        try:
+            BUILDERS.update(importlib.import_module(module).BUILDERS)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise
+
+
+_extend()
+
 
 def minimal(finding: str) -> Trace:
     """The builder's trace, minimised by step deletion on the model, with its recorded violation."""
