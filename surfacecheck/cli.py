@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Each capability registers its own subcommands (``surfacecheck/<capability>/cli.py``).
-CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore")
+CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore", "e2e")
 
 
 def _stage_list(value: str) -> tuple[str, ...]:

@@ -1,0 +1,381 @@
+"""Run one conversation script through the real dsh runtime, hermetically (issue 8, contract ``run_script``).
+
+Per run, under one run dir: a fresh ``home/`` (HOME: the executable unpacks native add-ons under
+``~/.cache/pkg``), ``dsh-home/`` (DSH_HOME: the anonymous id), ``tmp/`` (TMPDIR), ``workspace/`` (cwd of the
+agent and its bash tool) and ``sessions/`` (the session root); ``cordis.json`` (see :mod:`.config`),
+``driver-args.json``, then the collected ``session.jsonl``, ``requests.jsonl`` (the server's record) and
+``runtime-stderr.txt`` (the runtime's logger records, copied to stderr by the test plugin: ``RunResult.runtime_log``).
+The SDK runs in a child process (:mod:`.driver`, run as ``<python> driver.py ARGS``) in its own process
+group; a wall-clock timeout kills the whole group, runtime executable included. Proxies are cleared
+(``NO_PROXY=*``), telemetry stays off (no telemetry row; ``DSH_TELEMETRY_MODE=DISABLED``,
+``OTEL_SDK_DISABLED=true``), and the model endpoint is the scripted server on 127.0.0.1.
+
+``isolate_network=True`` runs the driver inside ``unshare -rn`` (a user + network namespace whose only
+interface is ``lo``) together with its own scripted server (``python -m surfacecheck.e2e.server``): nothing
+can leave loopback because nothing else exists. ``trace_connect=True`` records every ``connect()`` of the
+driver, the runtime and its tools with ``strace -f`` into ``connect.log`` (``RunResult.connects``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from surfacecheck.e2e import config as cordis
+from surfacecheck.e2e.server import COMPACT_MARKER, CONTROL_PATH, MODEL_ID, ScriptedServer, script_json
+
+DRIVER = Path(__file__).resolve().parent / "driver.py"
+INSTALL_HINT = "pip install -e '.[dsh]'"
+EXIT_NO_SDK = 10
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_STALL = 30.0
+STDERR_TAIL = 40
+
+
+class RuntimeNotInstalled(RuntimeError):
+    """The dsh SDK (and its runtime executable) cannot be imported by the chosen python: exit 3."""
+
+
+class RuntimeFailed(RuntimeError):
+    """The runtime could not complete the script (crash, timeout, server stopped answering): exit 3."""
+
+
+@dataclass
+class RunResult:
+    """What one real run left behind (contract fields first)."""
+    log_path: Path
+    events: list[dict]
+    requests: list[dict]
+    stderr_tail: str
+    seconds: float
+    run_dir: Path
+    version: str | None
+    turns: list[dict] = field(default_factory=list)
+    server_errors: list[str] = field(default_factory=list)
+    connects: list[str] | None = None
+    isolated: bool = False
+    runtime_log: list[str] = field(default_factory=list)
+    _discard: Any = field(default=None, repr=False, compare=False)
+
+    def discard(self) -> None:
+        """Delete a temporary run dir now (it goes anyway when the result is collected or at exit)."""
+        if self._discard is not None:
+            self._discard()
+
+
+def run_script(script: Any, *, runtime: str = "0.1.1rc1", keep_dir: str | Path | None = None,
+               timeout: float = DEFAULT_TIMEOUT, python: str = sys.executable, isolate_network: bool = False,
+               trace_connect: bool = False, server: ScriptedServer | None = None,
+               on_spawn: Callable[[subprocess.Popen], None] | None = None,
+               sdk_kwargs: dict | None = None, stall_timeout: float = DEFAULT_STALL) -> RunResult:
+    """Run ``script`` (dict or ``Script``) on the installed runtime; raise RuntimeNotInstalled / RuntimeFailed.
+
+    ``runtime`` names the SDK version the caller expects (informative: the version actually installed for
+    ``python`` is ``RunResult.version``). ``keep_dir``: the run dir is created there and kept; otherwise a
+    temporary dir whose homes, workspace and session root are deleted at once, and the rest (``session.jsonl``,
+    ``requests.jsonl``, ``script.json``) when the result is collected, at exit, or on ``discard()``. ``server``: a
+    prepared :class:`ScriptedServer` (tests use it for ``stop_answering``); ``on_spawn`` is called with the
+    driver process once it started (tests kill it). ``sdk_kwargs`` are merged over the
+    ``DeepSeekHarness(...)`` arguments built for 0.1.1rc1 (a ``None`` value removes one), for other SDK versions.
+    ``timeout`` bounds the whole run; ``stall_timeout`` bounds the time without progress (no model request
+    recorded, no turn finished): a hung runtime or a silent server fails after it, not after ``timeout``.
+    """
+    doc = script_json(script)
+    cordis.resolve(doc.get("config"))  # refuse a config the runtime would hang on, before starting anything
+    if isolate_network and server is not None:
+        raise ValueError("isolate_network runs its own server inside the namespace; do not pass server=")
+    if keep_dir is not None:
+        run_dir = Path(keep_dir).resolve()
+        run_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        run_dir = Path(tempfile.mkdtemp(prefix="surfacecheck-e2e-"))
+    try:
+        result = _run(doc, run_dir, timeout=timeout, python=python, isolate=isolate_network,
+                      trace=trace_connect, server=server, on_spawn=on_spawn, sdk_kwargs=sdk_kwargs,
+                      stall_timeout=stall_timeout)
+    except BaseException:
+        if keep_dir is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    if keep_dir is None:  # the homes go now; the log and record stay readable while the result lives
+        for name in ("home", "dsh-home", "tmp", "workspace", "sessions"):
+            shutil.rmtree(run_dir / name, ignore_errors=True)
+        result._discard = weakref.finalize(result, shutil.rmtree, str(run_dir), True)
+    return result
+
+
+def _run(doc: dict, run_dir: Path, *, timeout: float, python: str, isolate: bool, trace: bool,
+         server: ScriptedServer | None, on_spawn: Callable | None, sdk_kwargs: dict | None,
+         stall_timeout: float) -> RunResult:
+    dirs = {name: run_dir / name for name in ("home", "dsh-home", "tmp", "workspace", "sessions")}
+    for path in dirs.values():
+        path.mkdir(parents=True, exist_ok=True)
+    config_path = cordis.write_cordis(run_dir / "cordis.json", doc.get("config"),
+                                      session_root=str(dirs["sessions"]), workspace=str(dirs["workspace"]))
+    turns = doc.get("turns", [])
+    result_path = run_dir / "driver-result.json"
+    session_id = f"surfacecheck-{uuid.uuid4().hex[:12]}"
+    args = {
+        "sdk_kwargs": {"provider": cordis.PROVIDER, "model": MODEL_ID, "cwd": str(dirs["workspace"]),
+                       "session_root": str(dirs["sessions"]), "cordis": str(config_path), "api_key": "sk-surfacecheck",
+                       "env": _runtime_env(dirs), "request_timeout_seconds": None, "shutdown_timeout_seconds": 2.0},
+        "session_id": session_id, "prompts": [t.get("prompt", "") for t in turns],
+        "compact_after": [bool(t.get("compact")) for t in turns], "result_path": str(result_path),
+        "compact_wait_seconds": max(2.0, stall_timeout / 2), "marker": COMPACT_MARKER,
+    }
+    for key, value in (sdk_kwargs or {}).items():  # another SDK version's arguments (drift runs)
+        if value is None:
+            args["sdk_kwargs"].pop(key, None)
+        else:
+            args["sdk_kwargs"][key] = value
+    (run_dir / "script.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    own_server = server is None and not isolate
+    if isolate:
+        args["base_url_file"] = str(run_dir / "server-url")
+        args["record_path"] = str(run_dir / "requests.jsonl")
+    else:
+        server = server or ScriptedServer(doc)
+        if own_server or server._httpd is None:
+            server.start()
+        args["sdk_kwargs"]["base_url"] = server.base_url
+        args["control_url"] = server.base_url + CONTROL_PATH
+    args_path = run_dir / "driver-args.json"
+    args_path.write_text(json.dumps(args, indent=1), encoding="utf-8")
+    command = [python, str(DRIVER), str(args_path)]
+    if isolate:
+        command = _isolated(command, run_dir, python)
+    if trace:
+        if shutil.which("strace") is None:
+            raise RuntimeFailed("trace_connect needs strace, which is not installed")
+        command = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(run_dir / "connect.log"), *command]
+    started = time.monotonic()
+
+    def progress() -> tuple:
+        record = run_dir / "requests.jsonl"
+        count = len(server.requests) if server is not None else (record.stat().st_size if record.exists() else 0)
+        return count, result_path.stat().st_mtime_ns if result_path.exists() else 0
+
+    try:
+        how, code, stderr = _spawn(command, run_dir, timeout, stall_timeout, on_spawn, dirs, progress)
+    finally:
+        if own_server and server is not None:
+            server.stop()
+    seconds = time.monotonic() - started
+    tail = "\n".join(stderr.strip().splitlines()[-STDERR_TAIL:])
+    outcome = _read_json(result_path) or {}
+    runtime_log = [str(line) for line in outcome.get("runtime_stderr") or []]
+    (run_dir / "runtime-stderr.txt").write_text("".join(line + "\n" for line in runtime_log), encoding="utf-8")
+    if code == EXIT_NO_SDK:
+        raise RuntimeNotInstalled(f"the dsh SDK is not importable by {python}: {INSTALL_HINT} ({outcome.get('error')})")
+    requests = _requests(server, run_dir, isolate)
+    (run_dir / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requests), encoding="utf-8")
+    server_errors = list(server.errors) if server is not None else [
+        e for r in requests for e in ([r.get("error")] if r.get("error") else [])]
+    if how != "exited":
+        silent = sum(1 for r in requests if r.get("status") is None)
+        why = f"; the scripted server left {silent} request(s) unanswered" if silent else ""
+        what = (f"runtime timed out after {timeout:g} s" if how == "timeout"
+                else f"runtime stalled: no model request and no finished turn for {stall_timeout:g} s")
+        what += f" in phase {outcome.get('phase', 'starting')!r}"
+        raise RuntimeFailed(f"{what} (process group killed; {len(requests)} model requests recorded{why})"
+                            f"{_tail(tail)}")
+    if code != 0:
+        why = outcome.get("error") or (f"the driver was killed by signal {-code}" if code < 0
+                                       else f"the driver exited with status {code}")
+        died = outcome.get("runtime_exit")
+        if isinstance(died, int) and died < 0:
+            why = f"the runtime executable was killed by signal {-died} ({why.splitlines()[0]})"
+        elif isinstance(died, int) and died > 0:
+            why = f"the runtime executable exited with status {died} ({why.splitlines()[0]})"
+        raise RuntimeFailed(f"runtime failed: {why.strip()}{_server_note(server_errors)}{_tail(tail)}")
+    log = _find_log(dirs["sessions"], session_id)
+    if log is None:
+        raise RuntimeFailed(f"runtime finished but wrote no session.jsonl under {dirs['sessions']}{_tail(tail)}")
+    log_path = run_dir / "session.jsonl"
+    shutil.copyfile(log, log_path)
+    events = [json.loads(line) for line in log_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    connects = _connects(run_dir / "connect.log") if trace else None
+    return RunResult(log_path=log_path, events=events, requests=requests, stderr_tail=tail, seconds=seconds,
+                     run_dir=run_dir, version=outcome.get("sdk_version"), turns=outcome.get("turns", []),
+                     server_errors=server_errors, connects=connects, isolated=isolate, runtime_log=runtime_log)
+
+
+def _runtime_env(dirs: dict[str, Path]) -> dict[str, str]:
+    """Environment overrides for the runtime (the SDK copies the parent's environment, then these)."""
+    return {"HOME": str(dirs["home"]), "DSH_HOME": str(dirs["dsh-home"]), "TMPDIR": str(dirs["tmp"]),
+            "DSH_TELEMETRY_MODE": "DISABLED", "OTEL_SDK_DISABLED": "true", "DO_NOT_TRACK": "1",
+            "NO_PROXY": "*", "no_proxy": "*"}
+
+
+def _child_env(dirs: dict[str, Path]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "ftp_proxy")
+           and not k.startswith(("DEEPSEEK_", "DSH_"))}
+    env.update(_runtime_env(dirs))
+    return env
+
+
+def _spawn(command: list[str], run_dir: Path, timeout: float, stall: float, on_spawn: Callable | None,
+           dirs: dict[str, Path], progress: Callable[[], Any]) -> tuple[str, int | None, str]:
+    """Run the driver in its own process group; ``(how, exit code, stderr)``, how in exited|timeout|stalled.
+
+    ``progress()`` returns a value that changes whenever the run moves on (a model request, a finished
+    turn); when it has not changed for ``stall`` seconds the run is declared stalled and killed.
+    """
+    stderr_path = run_dir / "driver-stderr.txt"
+    how, code = "exited", None
+    with open(stderr_path, "w", encoding="utf-8") as stderr:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
+                                cwd=str(dirs["workspace"]), env=_child_env(dirs), start_new_session=True)
+        if on_spawn is not None:
+            threading.Thread(target=on_spawn, args=(proc,), daemon=True).start()
+        started = last_move = time.monotonic()
+        seen = progress()
+        try:
+            while True:
+                try:
+                    code = proc.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                now, state = time.monotonic(), progress()
+                if state != seen:
+                    seen, last_move = state, now
+                if now - started >= timeout:
+                    how = "timeout"
+                    break
+                if now - last_move >= stall:
+                    how = "stalled"
+                    break
+        finally:
+            kill_tree(proc.pid)
+            if proc.poll() is None:
+                proc.wait(timeout=10)
+    return how, code, stderr_path.read_text(encoding="utf-8", errors="replace")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc), children first."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL the process group of ``pid`` and any descendant that left it (the runtime's tool groups)."""
+    stray = descendants(pid)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for child in stray:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _isolated(command: list[str], run_dir: Path, python: str) -> list[str]:
+    """Wrap ``command`` in a user+net namespace holding only ``lo`` and the scripted server."""
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        raise RuntimeFailed("isolate_network needs unshare and ip (util-linux, iproute2)")
+    server = [sys.executable, "-m", "surfacecheck.e2e.server", str(run_dir / "script.json"),
+              "--url-file", str(run_dir / "server-url"), "--record", str(run_dir / "requests.jsonl")]
+    inner = ("ip link set lo up || exit 97; " + " ".join(map(_quote, server)) + " & "
+             + " ".join(map(_quote, command)) + "; status=$?; kill -KILL $! 2>/dev/null; wait $! 2>/dev/null; exit $status")
+    return ["unshare", "-rn", "sh", "-c", inner]
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def _requests(server: ScriptedServer | None, run_dir: Path, isolate: bool) -> list[dict]:
+    if server is not None:
+        return [dict(r) for r in server.requests]
+    path = run_dir / "requests.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _find_log(root: Path, session_id: str) -> Path | None:
+    """The session log: ``<root>/--<cwd with / as ->--/<sessionId>/session.jsonl`` (facts), found by glob."""
+    logs = sorted(root.rglob("session.jsonl"))
+    exact = [p for p in logs if p.parent.name == session_id]
+    return (exact or logs or [None])[0]
+
+
+_SOCKADDR = re.compile(r'connect\(\d+, \{sa_family=(AF_\w+), (.*?)\}, \d+\)')
+
+
+def _connects(path: Path) -> list[str]:
+    """Every distinct ``connect()`` target in an ``strace -e trace=connect`` log, as ``family address``."""
+    if not path.exists():
+        return []
+    found = set()
+    for match in _SOCKADDR.finditer(path.read_text(errors="replace")):
+        family, rest = match.groups()
+        port = re.search(r'htons\((\d+)\)', rest)
+        host = re.search(r'inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"', rest)
+        unix = re.search(r'sun_path=(?:@)?"([^"]*)"', rest)
+        if host:
+            found.add(f"{family} {host.group(1) or host.group(2)}:{port.group(1) if port else '?'}")
+        elif unix:
+            found.add(f"{family} {unix.group(1)}")
+        else:
+            found.add(f"{family} {rest}")
+    return sorted(found)
+
+
+def outside_loopback(connects: list[str]) -> list[str]:
+    """The recorded connects that would leave the machine: any IP target other than 127.0.0.0/8 or ::1."""
+    leaks = []
+    for target in connects:
+        family, _, address = target.partition(" ")
+        if family == "AF_INET" and not address.startswith("127."):
+            leaks.append(target)
+        elif family == "AF_INET6" and not address.rsplit(":", 1)[0] in ("::1", "::ffff:127.0.0.1"):
+            leaks.append(target)
+        elif family not in ("AF_INET", "AF_INET6", "AF_UNIX", "AF_LOCAL", "AF_NETLINK"):
+            leaks.append(target)
+    return leaks
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(tail: str) -> str:
+    return f"\nstderr tail:\n{tail}" if tail else ""
+
+
+def _server_note(errors: list[str]) -> str:
+    return f" (scripted server: {'; '.join(errors[:3])})" if errors else ""

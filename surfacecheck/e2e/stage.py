@@ -1,0 +1,58 @@
+"""The ``e2e`` stage of ``surfacecheck check`` (issue 8): the seed scripts against the real dsh runtime.
+
+Runs every ``scenarios/e2e/*.json`` script through :func:`surfacecheck.e2e.run.run_scripts` on
+deepseek-harness-sdk 0.1.1rc1 (the release the spec describes), whatever ``--runtime`` says: this
+stage judges the shipped product, the protocol runtime is judged by the other stages. Without the
+SDK the stage is skipped with the install hint; a runtime that crashed, hung or timed out makes it
+inconclusive (never a pass); a difference with the model or an audit error is a violation and keeps
+a bundle under ``REPORT_DIR/e2e/``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import time
+
+from reports.junit import Outcome, TestCase
+
+from ..stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
+from .run import AGREED, DIFFERED, INSTALL_HINT, SPEC_VERSION, Options, run_scripts
+
+SDK_MODULE = "deepseek_harness"
+
+
+def sdk_installed() -> bool:
+    """Whether the dsh SDK can be imported (``pip install -e '.[dsh]'``)."""
+    return importlib.util.find_spec(SDK_MODULE) is not None
+
+
+def _case(outcome) -> TestCase:
+    case = TestCase(name=outcome.name, classname="surfacecheck.e2e", time=outcome.seconds,
+                    properties={"paths": " ".join(p for p, seqs in outcome.paths.items() if seqs),
+                                "bundle": outcome.bundle or ""})
+    if outcome.verdict == DIFFERED:
+        first = (outcome.differences or [{}])[0]
+        text = "\n".join(f"seq {d.get('seq')}: {d.get('kind')}: {d.get('message', '')}" for d in outcome.differences)
+        case.failure = Outcome(message=f"{len(outcome.differences)} differences, {outcome.audit.get('errors', 0)} audit "
+                               f"errors; first: {first.get('kind')} at seq {first.get('seq')}", type="e2e-difference",
+                               text=text + (f"\nbundle: {outcome.bundle}" if outcome.bundle else ""))
+    elif outcome.verdict != AGREED:
+        case.error = Outcome(message=outcome.message or "inconclusive", type="e2e-inconclusive")
+    return case
+
+
+def stage(ctx: CheckContext) -> StageResult:
+    """Seed scripts on the real runtime; skipped without the SDK, inconclusive when it cannot run."""
+    from .cli import human, load_scripts
+
+    started = time.perf_counter()
+    if not sdk_installed():
+        return StageResult("e2e", SKIPPED, {"skipped": INSTALL_HINT}, f"skipped: {INSTALL_HINT}\n", [],
+                           time.perf_counter() - started)
+    scripts = load_scripts(None)
+    options = Options(runtime=SPEC_VERSION, bundle_dir=ctx.report_dir / "e2e", err=ctx.err,
+                      command="surfacecheck check --only e2e")
+    report = run_scripts(scripts, options, mode="seeds")
+    status = {"held": OK, "violated": VIOLATION, "inconclusive": INCONCLUSIVE}[report.verdict]
+    summary = report.to_json()
+    return StageResult("e2e", status, summary, human(report), [_case(o) for o in report.scripts],
+                       time.perf_counter() - started)
