@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from .estimate import header_equals
 from .manual import compact_command
-from .policy import PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow
+from .policy import (PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow,
+                     summary_max_tokens)
 from .runtime_context import NEVER, fold_retained, project_sections
 from .session import Session, append, derive_messages, request_header, seeded
 
@@ -117,7 +118,10 @@ def _user_message(agent: Agent, text: str) -> dict:
 
 
 def pressure_check(agent: Agent) -> Agent:
-    """The pressure listener inside `agent/pre-step` (spec 9.3): errors are warned, never alter the step."""
+    """The pressure listener inside `agent/pre-step` (spec 9.3): errors are warned, never alter the step.
+    With `auto: false` the engine registers neither automatic listener (spec 9.3), so nothing runs."""
+    if not agent.env.policy.compaction.auto:
+        return agent
     before = agent.session
     outcome = compact_if_needed(before, PRESSURE, agent.env)
     agent = _absorb(agent, before, outcome.session, outcome.labels)
@@ -231,8 +235,11 @@ def run_turn(agent: Agent, script: Turn) -> Agent:
                 break
             agent = _label(agent, f"step {turn}/{step}: provider overflow (CONTEXT_WINDOW_EXCEEDED)")
             before = agent.session
-            outcome, overflow, retry = on_request_error(before, agent.overflow, "CONTEXT_WINDOW_EXCEEDED", agent.env)
-            agent = replace(_absorb(agent, before, outcome.session, outcome.labels), overflow=overflow)
+            if agent.env.policy.compaction.auto:
+                outcome, overflow, retry = on_request_error(before, agent.overflow, "CONTEXT_WINDOW_EXCEEDED", agent.env)
+                agent = replace(_absorb(agent, before, outcome.session, outcome.labels), overflow=overflow)
+            else:  # no `agent/request-error` listener is registered (spec 9.3): the failure stands
+                retry = False
             if not retry or not replies:
                 reason = {"kind": "error", "error": {"message": "request too large for model context",
                                                      "code": "CONTEXT_WINDOW_EXCEEDED"}}
@@ -262,7 +269,8 @@ def manual_compact(agent: Agent, command_id: str | None = None, args: str = "") 
     before = agent.session
     command_id = command_id or f"cmd-{before.next_seq}"
     session, result, labels = compact_command(before, command_id, args, summarizer=agent.env.summarizer,
-                                              faults=agent.env.faults)
+                                              faults=agent.env.faults,
+                                              max_tokens=summary_max_tokens(before, agent.env.policy.compaction))
     return _absorb(agent, before, session, labels)
 
 

@@ -31,6 +31,14 @@ def routed_target(session: Session) -> tuple[str, str] | None:
     return None
 
 
+def summary_max_tokens(session: Session, config) -> int:
+    """`summarize()` (spec 8.3, D6; compaction-basic `index.ts` `summarize`): every summary request — pressure,
+    overflow and manual `/compact` alike — asks for the routed target policy's `maxTokens`, or the base
+    config's when no route is logged."""
+    target = routed_target(session)
+    return resolve_target_policy(config, *target).max_tokens if target is not None else config.max_tokens
+
+
 @dataclass(frozen=True)
 class Environment:
     """The outside world a policy call reads: runtime policy, route capacities, summarizer, faults."""

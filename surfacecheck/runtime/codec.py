@@ -193,6 +193,15 @@ def claimed_messages(args: dict) -> list[dict] | None:
     return deepcopy(claimed)
 
 
+def usage_requested(args: dict) -> bool:
+    """``projection``'s optional ``usage: true``: also answer the cumulative `tokenUsage` (spec 5.2), a
+    read-only figure a promise monitor reads (§15 G10); absent or false keeps the plain projection result."""
+    usage = args.get("usage", False)
+    if not isinstance(usage, bool):
+        raise ProtocolError("bad-args", "usage is a boolean")
+    return usage
+
+
 def snapshot_id(seq: int) -> str:
     """The id of a runtime-context snapshot entered at ``seq`` (dsh mints a UUID; the protocol fixes this one)."""
     return f"runtime-context-{seq}"

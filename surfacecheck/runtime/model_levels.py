@@ -15,7 +15,8 @@ from typing import Any
 from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 from model.manual import MESSAGES, compact_command
 from model.meter import measure_state
-from model.policy import PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow
+from model.policy import (PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow,
+                          summary_max_tokens)
 from model.prune_content import resolve_pruner_config
 from model.pruner import prune_session
 from model.region import select_compactable_range
@@ -171,12 +172,23 @@ class _Ops:
                 return refusal(exc)
             reply = {"kind": self._pressure_kind(outcome, bool(common["appended"])),
                      "result": compaction_result(outcome.value), "failure": failure(outcome.error)}
+        reply["measured"] = self._measured(reply["kind"])
         snapshot = self._enter(marker, claimed or [], candidate)
         reply.update(generation=self.rt.session.generation,
                      appended=[event.type for event in self.rt.session.log[before:]])
         if sections is not None:
             reply["snapshot"] = snapshot
         return reply
+
+    def _measured(self, kind: str) -> int | None:
+        """The pressure figure the listener's decision rests on (spec 9.2 steps 2, 9, 11): measure() as it
+        returned, before the batch is entered (spec 13); null when auto is off, no route is logged or the meter
+        is stuck (issue 9, promise-measure-conservative)."""
+        from model.policy import routed_target
+
+        if kind == "disabled" or self.rt.meter_error is not None or routed_target(self.rt.session) is None:
+            return None
+        return measure_state(self.rt.meter).total_tokens
 
     def _pressure_kind(self, outcome, wrote: bool) -> str:
         error = outcome.error
@@ -234,7 +246,8 @@ class _Ops:
 
         def transition(session, summ, f):
             after, result, labels = compact_command(session, command_id, raw, summarizer=summ, faults=f,
-                                                    caller_aborted=aborted, agent_idle=idle)
+                                                    caller_aborted=aborted, agent_idle=idle,
+                                                    max_tokens=summary_max_tokens(session, self.state.env.policy.compaction))
             box["result"] = result
             return (after, labels)
 

@@ -18,12 +18,12 @@ from model.errors import ModelError
 from model.event import Event
 from model.meter import MeterState, fold_meter, measure_state
 from model.pairing import Cuts, refresh_cuts
-from model.projection import SurfaceProjection, fold_claim
+from model.projection import SurfaceProjection, TokenUsage, fold_claim, fold_usage
 from model.runtime_context import NEVER, fold_retained
 from model.session import Session, append
 
 from .api import PROTOCOL, ProtocolError, dispatch
-from .codec import event_kwargs, refusal
+from .codec import event_kwargs, refusal, usage_requested
 
 
 class ModelRuntime:
@@ -67,6 +67,7 @@ class ModelRuntime:
         self.meter_error: ModelError | None = None
         self.projection = SurfaceProjection()
         self.projection_error: ModelError | None = None
+        self.usage: TokenUsage | None = TokenUsage()  # `tokenUsage` (spec 5.2); None once its fold threw
         self.cuts: Cuts | None = None
         self.retained = NEVER  # the runtime-context projection's state (spec 12), live rule per event
         self.adopt(session)
@@ -90,6 +91,11 @@ class ModelRuntime:
                 self.projection = SurfaceProjection(self.projection.total + step.delta, step.claim)
             except _FOLD_ERRORS as exc:
                 self.projection_error = _as_model_error(exc, event)
+        if self.usage is not None:
+            try:
+                self.usage = fold_usage(self.usage, event)
+            except _FOLD_ERRORS:
+                self.usage = None
         self.retained = fold_retained(self.retained, event)
         if self.level_state is not None:
             self.level_state.observe(event)
@@ -141,10 +147,19 @@ class ModelRuntime:
                 "surface_tokens": m.surface_tokens, "baseline": {"kind": m.baseline.kind, "tokens": m.baseline.tokens}}
 
     def _projection(self, args: dict) -> dict:
-        """The O(1) surface projection total (spec 5.1); null once its claim fold has thrown."""
+        """The O(1) surface projection total (spec 5.1); null once its claim fold has thrown. With
+        ``usage: true`` also the cumulative `tokenUsage` (spec 5.2; null once its fold threw)."""
+        with_usage = usage_requested(args)
         if self.projection_error is not None:
-            return {"total": None, **refusal(self.projection_error)}
-        return {"total": self.projection.total}
+            reply = {"total": None, **refusal(self.projection_error)}
+        else:
+            reply = {"total": self.projection.total}
+        if with_usage:
+            totals = None if self.usage is None else self.usage.totals
+            reply["usage"] = None if totals is None else {
+                "inputTokens": totals.uncached_input, "outputTokens": totals.output,
+                "cacheReadTokens": totals.cache_read, "cacheWriteTokens": totals.cache_write}
+        return reply
 
 
 _FOLD_ERRORS = (ModelError, KeyError, TypeError, IndexError, AttributeError)

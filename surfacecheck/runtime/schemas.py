@@ -51,6 +51,10 @@ RESULT = {"oneOf": [{"type": "null"}, {"type": "object", "required": [
     "compactionId", "sourceCommandId", "startSeq", "summarySeq", "endSeq", "start", "end", "shadowedSeqs",
     "shadowedTokenCount"], "properties": {"shadowedSeqs": {"type": "array", "items": NAT}}}]}
 COMMON = {"generation": NAT, "appended": {"type": "array", "items": {"type": "string"}}}
+TOKEN_USAGE = {"oneOf": [{"type": "null"}, {"type": "object", "additionalProperties": False, "required": [
+    "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"], "properties": {
+    k: {"type": "number"} for k in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")}}]}
+"""`projection {usage: true}`: the cumulative `tokenUsage` buckets (spec 5.2), null once that fold is stuck."""
 RUN_ARGS = {"summaries": SUMMARIES, "summary": {"oneOf": [{"type": "null"}, SUMMARY]}, "faults": FAULTS}
 
 
@@ -65,7 +69,7 @@ def _refusable(schema: dict) -> dict:
 ARGS: dict[str, dict] = {
     "hello": _obj(), "bench": _obj(("sizes",), True, sizes={"type": "array", "items": NAT}, appends=NAT),
     "reset": _obj(), "append": _obj(("event",), event=EVENT), "surface": _obj(), "cuts": _obj(),
-    "measure": _obj(), "projection": _obj(),
+    "measure": _obj(), "projection": _obj(usage={"type": "boolean"}),
     "select_range": _obj(("retain_tokens",), retain_tokens=NAT),
     "prune": _obj(pruner={"type": ["object", "null"]}, **RUN_ARGS),
     "compact": _obj(("start", "end"), start=NAT, end=NAT, manual={"type": "boolean"}, aborted={"type": "boolean"},
@@ -95,8 +99,9 @@ RESULTS: dict[str, dict] = {
     "measure": _refusable(_obj(("total", "prices"), True, total=NAT, prices={"type": "array", "items": NAT},
                                surface_tokens=INT, baseline=_obj(("kind", "tokens"), kind={"enum": [
                                    "usage", "estimated", "none"]}, tokens=INT))),
-    "projection": {"oneOf": [_obj(("total",), total=INT),
-                             _obj(("total", "error"), total={"type": "null"}, error=REFUSAL["properties"]["error"])]},
+    "projection": {"oneOf": [_obj(("total",), total=INT, usage=TOKEN_USAGE),
+                             _obj(("total", "error"), total={"type": "null"}, error=REFUSAL["properties"]["error"],
+                                  usage=TOKEN_USAGE)]},
     "select_range": _refusable(_obj(("range",), range={"oneOf": [{"type": "null"}, _obj(
         ("start", "end"), start=NAT, end=NAT)]})),
     "prune": _refusable(_obj(("kind", "pruned", "failure", "generation", "appended"),
@@ -113,10 +118,11 @@ RESULTS: dict[str, dict] = {
                                  auto={"type": "boolean"}, generation=NAT)),
     "pre_step": _refusable(_obj(("kind", "result", "failure", "generation", "appended"),
                                 kind={"enum": ["disabled", "noop", "pruned", "compacted", "warned", "silent"]},
-                                result=RESULT, failure=FAILURE, snapshot=SEQ_OR_NULL, **COMMON)),
+                                result=RESULT, failure=FAILURE, snapshot=SEQ_OR_NULL,
+                                measured={"oneOf": [{"type": "null"}, NAT]}, **COMMON)),
     "request_error": _refusable(_obj(("kind", "retries", "result", "failure", "generation", "appended"),
                                      kind={"enum": ["retry", "next"]}, retries=NAT, result=RESULT, failure=FAILURE,
-                                     **COMMON)),
+                                     snapshot=SEQ_OR_NULL, **COMMON)),
     "manual_compact": _refusable(_obj(("kind", "code", "text", "sourceEventSeq", "generation", "appended"),
                                       kind={"enum": ["success", "error"]},
                                       code={"enum": ["success", "nothing", "usage", "busy", "cancelled", "changed",

@@ -135,12 +135,22 @@ class LevelOps:
                 return refusal(exc)
             reply = {"kind": pressure_kind(outcome.error, bool(common["appended"]), outcome.result, engine.warned),
                      "result": outcome.result, "failure": failure(outcome.error)}
+        reply["measured"] = self.measured(reply["kind"])
         snapshot = self.enter(marker, candidate, claimed or ())
         reply.update(generation=self.rt.session.generation,
                      appended=[event["type"] for event in self.rt.session.log[before:]])
         if sections is not None:
             reply["snapshot"] = snapshot
         return reply
+
+    def measured(self, kind: str) -> int | None:
+        """The pressure figure the listener decided on: measure() before the batch is entered (spec 9.2, 13);
+        null when auto is off, no route is logged, or the meter is stuck."""
+        if kind == "disabled" or self.rt.meter_error is not None:
+            return None
+        if self.rt.tracker.routed_target() is None:
+            return None
+        return self.rt.meter.measure()["total"]
 
     def enter(self, marker: dict | None, candidate: dict | None, claimed=()) -> int | None:
         """Spec 13 step 7 (D9): `step/start`, the claimed messages in order, then the candidate as the last

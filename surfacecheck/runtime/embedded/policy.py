@@ -175,6 +175,12 @@ class Engine:
         return advanced and not aborted
 
     # -- spec 11 ------------------------------------------------------------------------------------
+    def _summary_max_tokens(self) -> int:
+        """`summarize()` (spec 8.3, D6): the routed target policy's maxTokens, the base config's without a route."""
+        target = self.rt.tracker.routed_target()
+        compaction = self.policy.compaction
+        return resolve_target_policy(compaction, *target).max_tokens if target is not None else compaction.max_tokens
+
     def compact_now(self, scripts, faults, source_command_id, caller_aborted: bool, agent_idle: bool,
                     span=False) -> TxOutcome:
         """`BasicCompactionEngine.compactNow` (spec 11.2); ``span`` when the caller already selected it."""
@@ -188,7 +194,8 @@ class Engine:
         if span is None:
             return TxOutcome()
         tx = self.rt.transaction_class(self.rt, scripts, faults).run(
-            span[0], span[1], TxOptions(manual=True, source_command_id=source_command_id), False)
+            span[0], span[1], TxOptions(manual=True, source_command_id=source_command_id,
+                                        max_tokens=self._summary_max_tokens()), False)
         if tx.error is not None and tx.agent_aborted:
             return TxOutcome(error=ManualCompactionError("cancelled", "manual compaction was cancelled", cause=tx.error))
         return tx
