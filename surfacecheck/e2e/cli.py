@@ -24,7 +24,9 @@ temp folder; then its session log is
       'surfacecheck replay BUNDLE' or 'surfacecheck e2e dsh --script BUNDLE' re-runs.
 Scripts: --script FILE (a script, a folder of scripts, or a bundle; repeatable), --generate N
 (Hypothesis draws N scripts from --seed; the first failing one is shrunk to a short script), or by
-default the seed scenarios in scenarios/e2e/*.json. Paths reported: {', '.join(PATHS)}."""
+default the seed scenarios in scenarios/e2e/*.json.
+Paths reported per script with their seqs: {', '.join(PATHS[:3])},
+{', '.join(PATHS[3:])}. --runtime-version another release: drift findings."""
 
 EPILOG = f"""\
 exit codes:
@@ -63,6 +65,11 @@ def register(commands) -> None:
                    help="wall-clock limit per script run in seconds (default: %(default)s)")
     p.add_argument("--shrink-budget", type=int, default=25, metavar="K",
                    help="at most K extra runtime runs while shrinking a failing generated script (default: %(default)s; 0: no shrinking)")
+    p.add_argument("--isolate-network", action="store_true",
+                   help="run each runtime inside a user+network namespace whose only interface is lo (unshare -rn)")
+    p.add_argument("--trace-connect", action="store_true",
+                   help="record every connect() of the runtime and its tools (strace -f); any address outside "
+                        "loopback is reported per script under network.outside_loopback")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.set_defaults(func=run_dsh_command)
 
@@ -127,8 +134,8 @@ def human(report: E2EReport) -> str:
     for o in report.scripts:
         lines.append(f"  {o.name:<34} {o.verdict:<12} {o.seconds:6.1f} s  audit {o.audit.get('errors', 0)} errors "
                      f"{o.audit.get('warnings', 0)} warnings  {len(o.differences)} differences  {_paths_text(o.paths)}")
-        if o.message:
-            lines.append(f"      {o.message}")
+        if o.message:  # the first lines (a runtime failure's stderr tail is in --json)
+            lines += [f"      {line}" for line in o.message.strip().splitlines()[:4]]
         for d in o.differences:
             lines.append(f"      seq {d.get('seq')}: {d.get('kind')}: {d.get('message', '')}")
             lines.append(f"        expected {_short(d.get('expected'))}; observed {_short(d.get('observed'))}")
@@ -170,7 +177,9 @@ def run_dsh_command(args) -> int:
     if args.timeout <= 0:
         return _usage(args, "--timeout must be positive")
     command = "surfacecheck " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["e2e"] else "surfacecheck e2e dsh"
+    network = {k: True for k, on in (("isolate_network", args.isolate_network), ("trace_connect", args.trace_connect)) if on}
     options = Options(runtime=args.runtime_version, keep=Path(args.keep) if args.keep else None, python=args.python,
+                      network=network,
                       bundle_dir=Path(args.bundle_dir), timeout=args.timeout, err=sys.stderr, command=command)
     progress = (lambda items: _progress(items, sys.stderr))
     try:

@@ -67,6 +67,7 @@ class ScriptOutcome:
     overflows: int = 0
     compacts: int = 0
     not_installed: bool = False
+    connects: dict | None = None  # --trace-connect / --isolate-network evidence that nothing left loopback
 
     def to_json(self) -> dict:
         return {"name": self.name, "source": self.source, "verdict": self.verdict, "message": self.message,
@@ -75,7 +76,7 @@ class ScriptOutcome:
                           "findings": [f for f in self.audit.get("findings", []) if f.get("severity") == "error"]},
                 "differences": self.differences, "seconds": self.seconds, "bundle": self.bundle,
                 "run_dir": self.run_dir, "turns": self.turns, "tool_calls": self.tool_calls,
-                "overflows": self.overflows, "compacts": self.compacts}
+                "overflows": self.overflows, "compacts": self.compacts, "network": self.connects}
 
 
 @dataclass
@@ -132,11 +133,12 @@ class E2EReport:
 
 
 # -- the other helpers' modules, resolved lazily (tests replace these four functions) ------------------
-def execute(script, *, runtime: str, keep_dir: Path, timeout: float):
-    """Run ``script`` on the real runtime (H8a's ``runner.run_script``) -> RunResult."""
+def execute(script, *, runtime: str, keep_dir: Path, timeout: float, **network):
+    """Run ``script`` on the real runtime (H8a's ``runner.run_script``) -> RunResult; ``network`` is
+    ``isolate_network`` (a net namespace holding only ``lo``) and/or ``trace_connect`` (strace connect())."""
     from .runner import run_script
 
-    return run_script(script, runtime=runtime, keep_dir=keep_dir, timeout=timeout)
+    return run_script(script, runtime=runtime, keep_dir=keep_dir, timeout=timeout, **network)
 
 
 def judge(script, run) -> list[dict]:
@@ -192,6 +194,7 @@ class Options:
     runtime: str = SPEC_VERSION
     keep: Path | None = None
     python: str | None = None  # the interpreter whose SDK runs another release (drift mode)
+    network: dict = field(default_factory=dict)  # isolate_network / trace_connect for runner.run_script
     bundle_dir: Path = Path("reports/out/e2e")
     timeout: float = 180.0
     err: Any = field(default_factory=lambda: sys.stderr)
@@ -222,7 +225,7 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
         if options.runtime != SPEC_VERSION:
             return drift_one(script, options, outcome, keep_dir), None
         try:
-            run = execute(script, runtime=options.runtime, keep_dir=keep_dir, timeout=options.timeout)
+            run = execute(script, runtime=options.runtime, keep_dir=keep_dir, timeout=options.timeout, **options.network)
         except Exception as exc:  # noqa: BLE001 - classified below; anything else is re-raised
             kind = failure_kind(exc)
             if kind is None:
@@ -232,11 +235,21 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
             return outcome, None
         outcome.runtime_version = str(getattr(run, "version", "") or "")
         outcome.run_dir = str(keep_dir) if options.keep is not None else None
+        if getattr(run, "connects", None) is not None:
+            from .runner import outside_loopback
+
+            outcome.connects = {"traced": len(run.connects), "outside_loopback": outside_loopback(run.connects)}
+        if getattr(run, "isolated", False):
+            outcome.connects = dict(outcome.connects or {}, isolated=True)
         if getattr(run, "server_errors", None):
             outcome.message = "scripted server: " + "; ".join(map(str, run.server_errors))[:500]
         outcome.paths = exercised(list(run.events))
         outcome.audit = audit_run(script, run)
         outcome.differences = judge(script, run)
+        if outcome.connects and outcome.connects.get("outside_loopback"):
+            outcome.differences.append({"kind": "network:outside-loopback", "seq": None, "expected": "loopback only",
+                                        "observed": outcome.connects["outside_loopback"],
+                                        "message": "the runtime or its tools connected outside 127.0.0.1"})
         failed = bool(outcome.differences) or outcome.audit["errors"] > 0
         outcome.verdict = DIFFERED if failed else AGREED
         if failed:

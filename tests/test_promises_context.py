@@ -1,0 +1,329 @@
+"""Promises about runtime context, persistence, observability and projection liveness (spec §15 G2, G3,
+G10, G15, G17, G18; ``properties/promises_context.py``): each witness breaks its promise on both
+reference runtimes, and patching the responsible quirk out of the model makes the promise hold."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from model.errors import SessionAppendError
+from model.projection import Buckets, ClaimStep, TokenUsage
+from properties.monitors import lookup
+from properties.promises_context import PROMISES
+from surfacecheck.findings.search import first_violation, scan_log
+from surfacecheck.findings.witness_context import BUILDERS
+from surfacecheck.runtime.api import ProtocolError
+from surfacecheck.runtime.embedded.runtime import EmbeddedRuntime
+from surfacecheck.runtime.model_runtime import ModelRuntime
+from surfacecheck.trace import read_trace
+from surfacecheck.verify.replay import replay_trace
+
+FINDINGS_DIR = Path(__file__).resolve().parent.parent / "properties" / "findings"
+RECOVERY = "dsh-sessions/examples__headless-agent__tests__snapshots__compaction-recovery__session.jsonl"
+
+
+def _witness(finding: str):
+    return read_trace(FINDINGS_DIR / f"{finding}.jsonl")
+
+
+def _model_holds(finding: str) -> bool:
+    trace = _witness(finding)
+    return first_violation(list(trace.steps), trace.property) is None
+
+
+def test_every_promise_is_registered_with_its_sections():
+    for name in PROMISES:
+        spec = lookup(name)
+        assert spec.name.startswith("promise-") and "§15 G" in spec.section and "seed §" in spec.section
+    assert {BUILDERS[f]().property for f in BUILDERS} == set(PROMISES)
+
+
+@pytest.mark.parametrize("runtime", ["model", "embedded"])
+@pytest.mark.parametrize("finding", sorted(BUILDERS))
+def test_witness_breaks_its_promise_on_both_runtimes(finding, runtime):
+    trace = _witness(finding)
+    assert trace.notes == {"finding": finding} and trace.property == BUILDERS[finding]().property
+    outcome = replay_trace(trace, runtime)
+    assert outcome.exit_code == 1 and outcome.same, outcome.describe()
+    assert outcome.violation.property == trace.property and outcome.violation.step == len(trace.steps)
+
+
+# -- the quirk patched out of the model: each witness then holds -------------------------------------
+def _restore_like_live(session):
+    """G3 fix: the constructor restores what the live rule would hold: the NEWEST owned snapshot, kept only
+    while it is still on the surface (never an older visible one)."""
+    from model.runtime_context import NEVER, NONE, RetainedSnapshot, is_owned_snapshot, text_of
+
+    owned = [event for event in session.log if is_owned_snapshot(event)]
+    if not owned:
+        return NEVER
+    newest = owned[-1]
+    return RetainedSnapshot(newest.seq, text_of(newest.data)) if newest.seq in session.nodes else NONE
+
+
+def test_g3_patched_restore_matches_live(monkeypatch):
+    finding = "G3-resume-restores-older-snapshot"
+    assert not _model_holds(finding)
+    monkeypatch.setattr("surfacecheck.runtime.model_levels.restore_retained", _restore_like_live)
+    assert _model_holds(finding)
+
+
+def test_g2_patched_retry_reprojects_runtime_context(monkeypatch):
+    """G2 fix for the retry path (spec 10.3 "not re-done: runtime-context projection"): before a same-step
+    retry the runtime projects the current context again and enters the candidate."""
+    from model.runtime_context import project_sections
+    from model.session import append
+    from surfacecheck.runtime import model_levels
+    from surfacecheck.runtime.codec import context_sections, snapshot_id
+
+    finding = "G2-overflow-retries-widen-context-window"
+    assert not _model_holds(finding)
+    pre_step, request_error = model_levels._Ops.pre_step, model_levels._Ops.request_error
+
+    def remembering_pre_step(self, args):
+        self.rt.h9a_sections = context_sections(args)
+        return pre_step(self, args)
+
+    def reprojecting_request_error(self, args):
+        reply = request_error(self, args)
+        sections = getattr(self.rt, "h9a_sections", None)
+        if reply.get("kind") == "retry" and sections is not None:
+            candidate = project_sections(self.rt.retained, sections)
+            if candidate is not None:
+                seq = self.rt.session.next_seq
+                session, _ = append(self.rt.session, "user/message", {**candidate, "id": snapshot_id(seq)},
+                                    surface_op="append")
+                self.rt.adopt(session)
+                reply["snapshot"] = seq
+        return reply
+
+    monkeypatch.setattr(model_levels._Ops, "pre_step", remembering_pre_step)
+    monkeypatch.setattr(model_levels._Ops, "request_error", reprojecting_request_error)
+    assert _model_holds(finding)
+
+
+def test_g18_patched_append_checks_message_shape(monkeypatch):
+    """G18 fix: live append applies the seed's message-shape check, so what it accepts reloads."""
+    import model.session as session_module
+
+    finding = "G18-live-log-fails-reload"
+    assert not _model_holds(finding)
+    commit = session_module.commit
+
+    def checked_commit(session, event):
+        problem = session_module.message_shape_problem({"type": event.type, "data": event.data}, event.seq)
+        if problem is not None:
+            raise SessionAppendError(problem.replace("seed ", "session ", 1), seq=event.seq)
+        return commit(session, event)
+
+    monkeypatch.setattr(session_module, "commit", checked_commit)
+    assert _model_holds(finding)
+
+
+def test_g15_patched_warn_once_per_cause(monkeypatch):
+    """G15 fix: the warned set is keyed by target AND cause, so each configuration error is logged once."""
+    from model.errors import TargetPressureConfigError
+    from surfacecheck.runtime import model_levels
+
+    finding = "G15-warn-once-key-collision"
+    assert not _model_holds(finding)
+    original = model_levels._Ops._pressure_kind
+
+    def per_cause(self, outcome, wrote):
+        error = outcome.error
+        if isinstance(error, TargetPressureConfigError):
+            key = (error.target_key, error.message)
+            if key in self.state.warned:
+                return "silent"
+            self.state.warned.add(key)
+            return "warned"
+        return original(self, outcome, wrote)
+
+    monkeypatch.setattr(model_levels._Ops, "_pressure_kind", per_cause)
+    assert _model_holds(finding)
+
+
+def test_g10_patched_usage_counts_compaction(monkeypatch):
+    """G10 fix: `tokenUsage` also folds `compaction/summary.usage` (a separate bucket would do as well)."""
+    from model.projection import fold_usage
+
+    finding = "G10-compaction-usage-unbilled"
+    assert not _model_holds(finding)
+
+    def billing_fold(state, event):
+        if event.type == "compaction/summary" and isinstance(event.data.get("usage"), dict):
+            return TokenUsage(state.totals.plus(Buckets.of(event.data["usage"])), state.last)
+        return fold_usage(state, event)
+
+    monkeypatch.setattr("surfacecheck.runtime.model_runtime.fold_usage", billing_fold)
+    assert _model_holds(finding)
+
+
+def test_g17_patched_mismatched_claim_expires(monkeypatch):
+    """G17 fix: a replace meeting a claim for another range expires the stale claim and folds as an
+    unclaimed replace instead of throwing inside the contained listener."""
+    from model.errors import ProjectionClaimError
+    from model.projection import fold_claim
+
+    finding = "G17-dangling-prune-claim"
+    assert not _model_holds(finding)
+
+    def expiring_fold(claim, event):
+        try:
+            return fold_claim(claim, event)
+        except ProjectionClaimError:
+            return ClaimStep(0, None, "unpriced-replace")
+
+    monkeypatch.setattr("surfacecheck.runtime.model_runtime.fold_claim", expiring_fold)
+    assert _model_holds(finding)
+
+
+BASE_WITNESSES = ("G1-unclaimed-replace-drift", "G2-one-request-context-window", "G4-uncompactable-envelope",
+                  "G7-shrink-floor", "G8-overflow-prune-bypasses-lock", "G11-manual-cancellation-beats-success",
+                  "G12-automatic-ignores-cancellation", "G16-partial-prune-progress")
+
+
+def test_each_promise_fires_on_its_own_witness_only():
+    """Specificity: over the base witnesses and these six, each promise here breaks on exactly one trace."""
+    own = {BUILDERS[f]().property: f for f in BUILDERS}
+    for finding in (*BASE_WITNESSES, *sorted(BUILDERS)):
+        steps = list(_witness(finding).steps)
+        fired = {name for name in PROMISES if first_violation(steps, name) is not None}
+        assert fired == {name for name, f in own.items() if f == finding}, finding
+
+
+# -- where the promises fire in real logs, and where they do not -------------------------------------
+def test_usage_promise_fires_on_the_recovery_log_where_the_spec_says(corpus):
+    """§15 G10 names the §10.4 log: its compaction/summary (seq 20) records 20/4 that tokenUsage never counts."""
+    found = scan_log("dsh-sessions", corpus / RECOVERY, promises=PROMISES)
+    assert [d.promise for d in found] == ["promise-compaction-usage-accounted"]
+    assert found[0].steps[-1].args["event"]["type"] == "compaction/summary"
+    assert found[0].violation.expected == ">= 24" and found[0].violation.observed == 0
+
+
+def test_projection_usage_query_agrees_on_both_runtimes(corpus):
+    """`projection {usage: true}`: §15 G10 says the §10.4 log's tokenUsage totals are 44/10."""
+    events = [json.loads(line) for line in (corpus / RECOVERY).read_text(encoding="utf-8").splitlines()[1:]]
+    runtimes = [ModelRuntime(), EmbeddedRuntime()]
+    for event in events:
+        body = {k: event[k] for k in ("type", "data", "time", "surfaceOp", "sourceEventSeqs") if k in event}
+        answers = [rt.call("append", {"event": body}) for rt in runtimes]
+        assert answers[0] == answers[1]
+        usage = [rt.call("projection", {"usage": True}) for rt in runtimes]
+        assert usage[0] == usage[1]
+    assert usage[0]["usage"] == {"inputTokens": 44, "outputTokens": 10, "cacheReadTokens": 0, "cacheWriteTokens": 0}
+    assert runtimes[1].call("projection", {}) == {"total": usage[1]["total"]}  # the plain answer is unchanged
+    for rt in runtimes:
+        with pytest.raises(ProtocolError):
+            rt.call("projection", {"usage": "yes"})
+
+
+def test_usage_query_agrees_over_the_corpus(corpus):
+    """Differential check of the new read-only figure (lockstep does not ask for it): every corpus log,
+    appended event by event up to its first refusal, leaves equal `tokenUsage` on both runtimes."""
+    logs = sorted(corpus.glob("dsh-*/*.jsonl"))
+    assert len(logs) > 100
+    for path in logs:
+        runtimes = [ModelRuntime(), EmbeddedRuntime()]
+        for line in path.read_text(encoding="utf-8").splitlines():
+            event = json.loads(line)
+            if "seq" not in event:
+                continue
+            body = {k: event[k] for k in ("type", "data", "time", "surfaceOp", "sourceEventSeqs") if k in event}
+            answers = [rt.call("append", {"event": body}) for rt in runtimes]
+            if "error" in answers[0]:
+                break
+        usage = [rt.call("projection", {"usage": True})["usage"] for rt in runtimes]
+        assert usage[0] == usage[1], path.name
+
+
+def test_promises_hold_on_the_scenario_logs():
+    """Negative control: fully metered generated logs (no summary usage recorded) break none of these."""
+    import scenarios
+
+    for path in sorted(Path(scenarios.LOGS_DIR).glob("*.jsonl")):
+        assert scan_log("scenarios", path, promises=PROMISES) == []
+
+
+def test_weak_context_promise_holds_without_a_same_step_retry():
+    """What the weak form allows: the documented one-request window (the base G2 witness) is ONE request;
+    it is the same-step retry that widens it (delete the overflow step and the promise holds)."""
+    base = read_trace(FINDINGS_DIR / "G2-one-request-context-window.jsonl")
+    assert first_violation(list(base.steps), "promise-runtime-context-one-request") is None
+    ours = list(_witness("G2-overflow-retries-widen-context-window").steps)
+    assert ours[-1].op == "request_error" and first_violation(ours[:-1], "promise-runtime-context-one-request") is None
+
+
+def test_projection_liveness_ignores_unreadable_retired_shapes(corpus):
+    """A retired assistant/message shape sticks the fold with rule message-shape: G18's business, not G17's."""
+    log = corpus / "dsh-sessions" / "apps__web__tests__snapshots__code-mode-round__session.jsonl"
+    assert scan_log("dsh-sessions", log, promises=("promise-projection-keeps-accepting",)) == []
+
+
+def test_resume_promise_judges_only_the_first_pre_step_after_reload():
+    """Without the reload (the live agent itself) the same story holds: the monitor is no tautology."""
+    steps = [s for s in _witness("G3-resume-restores-older-snapshot").steps if s.op != "reload"]
+    assert first_violation(steps, "promise-context-resume-equals-live") is None
+    steps = list(_witness("G3-resume-restores-older-snapshot").steps)
+    cleared = steps[:-1] + [replace(steps[-1], args={"context": []})]
+    assert first_violation(cleared, "promise-context-resume-equals-live") is None  # both enter "none"
+
+
+# -- independent reproduction on the real dsh runtime (the installed SDK; issue 8's runner) -------------
+def _real_script(name: str, config: dict, replies: list[dict]) -> dict:
+    return {"format": "surfacecheck-e2e-script/1", "name": name, "usage": "fixed",
+            "description": "the approval policy is a runtime-context section (snapshot entered at step 1)",
+            "config": {"contextWindow": 16000, "retainTokens": 1000, "maxTokens": 1024, "compactionRetries": 1,
+                       "requestMaxTokens": 1024, "pruner": None, **config},
+            "turns": [{"prompt": "collect the reports", "compact": False, "replies": replies}],
+            "summaries": [{"outcome": "text", "text": "The user asked to collect the reports; two bash calls printed "
+                                                      "long outputs. Continue with the reports."},
+                          {"outcome": "text", "text": "Collect the reports."}]}
+
+
+REAL_G2 = {
+    # dsh's default budget, the model witness's story: pre-step 3's pressure compaction shadows the snapshot
+    # (request 3 lacks it: the documented window), the request overflows, the same-step retry lacks it too
+    "pressure-then-overflow": (_real_script("h9a-g2-pressure-overflow", {"thresholdRatio": 0.5, "maxOverflowRetries": 1},
+                                            [{"tool": {"output_chars": 20000}}, {"tool": {"output_chars": 20000}},
+                                             {"overflow": True}, {"text": "done"}]), [True, True, False, False]),
+    # overflow only: step 3's request carries it; the overflow compaction shadows it; both retries lack it
+    "two-overflows": (_real_script("h9a-g2-two-overflows", {"thresholdRatio": 0.9, "maxOverflowRetries": 2},
+                                   [{"tool": {"output_chars": 3000}}, {"tool": {"output_chars": 3000}},
+                                    {"overflow": True}, {"overflow": True}, {"text": "done"}]),
+                      [True, True, True, False, False]),
+}
+
+
+@pytest.mark.parametrize("story", sorted(REAL_G2))
+def test_g2_overflow_window_reproduces_on_real_dsh(story, monkeypatch):
+    """§15 G2 overflow variant on the installed dsh (not the model): with `@deepseek-ai/dsh-user-approval`
+    contributing a runtime-context section, the two last conversation requests both lack the snapshot."""
+    pytest.importorskip("deepseek_harness")
+    runner = pytest.importorskip("surfacecheck.e2e.runner")
+
+    script, expected = REAL_G2[story]
+    write = runner.cordis.write_cordis
+
+    def with_approval(path, config, **kwargs):
+        written = write(path, config, **kwargs)
+        rows = json.loads(Path(written).read_text(encoding="utf-8"))
+        rows.insert(2, {"id": "approval", "name": "@deepseek-ai/dsh-user-approval", "config": {"policy": "never"}})
+        Path(written).write_text(json.dumps(rows), encoding="utf-8")
+        return written
+
+    monkeypatch.setattr(runner.cordis, "write_cordis", with_approval)
+    try:
+        run = runner.run_script(script, timeout=120)
+    except runner.RuntimeNotInstalled as exc:
+        pytest.skip(str(exc))
+    snapshots = [e["data"]["content"][0]["text"] for e in run.events if e.get("type") == "user/message"
+                 and (e["data"].get("source") or {}).get("plugin") == "@deepseek-ai/dsh-system-prompt"]
+    assert len(snapshots) == 1 and snapshots[0].startswith("Current runtime context.")
+    quoted = json.dumps(snapshots[0])[1:-1]
+    carries = [quoted in json.dumps(r["body"]) for r in run.requests if not r.get("compact")]
+    assert carries == expected
+    assert sum(1 for e in run.events if e.get("type") == "compaction/summary") == 2
