@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = "surfacecheck-trace/1"
-SOURCES = ("verify", "prove", "explore")
+SOURCES = ("verify", "prove", "explore", "e2e")  # e2e: a bundle of `surfacecheck e2e dsh` (issue 8)
 LEVELS = ("log", "compaction", "policy")
 
 

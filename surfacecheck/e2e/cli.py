@@ -151,7 +151,7 @@ def human(report: E2EReport) -> str:
     lines.append("coverage (scripts per path): " + ", ".join(f"{p} {n}" for p, n in c["paths"].items())
                  + f"; {c['turns']} turns, {c['tool_calls']} tool calls, {c['overflows']} overflows, "
                  f"{c['manual_compacts']} /compact, {c['summaries_failed']} summaries failed"
-                 + ("" if c["all_four_paths"] or not c["scripts_run"] else
+                 + ("" if c["all_four_paths"] or not c["scripts_run"] or report.mode not in ("seeds", "generate") else
                     f"; NOT exercised: {', '.join(p for p in FOUR_PATHS if not c['paths'][p])}"))
     if report.shrunk:
         s = report.shrunk
@@ -228,6 +228,6 @@ def replay_bundle(target: str, *, json_out: bool = False, timeout: float = 180.0
     report = run_scripts([(script, str(path))], options, mode="replay")
     if report.error:
         sys.stderr.write(f"surfacecheck replay: {report.error}\n")
-    print(json.dumps({"command": "replay", "trace": str(target), **report.to_json()}) if json_out else human(report),
+    print(json.dumps({**report.to_json(), "command": "replay", "trace": str(target)}) if json_out else human(report),
           end="\n" if json_out else "")
     return report.exit_code

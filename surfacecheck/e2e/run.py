@@ -160,10 +160,15 @@ def exercised(events: list[dict]) -> dict[str, list[int]]:
 
 def audit_run(script, run) -> dict:
     """Audit the runtime's session log under the script's policy (spec rules of ``surfacecheck audit``)."""
+    from surfacecheck.audit.reader import AuditInputError
     from surfacecheck.audit.rules import ERROR, WARNING
     from surfacecheck.audit.run import audit_log
 
-    log = audit_log(run.log_path, policy_of(script))
+    try:
+        log = audit_log(run.log_path, policy_of(script))
+    except AuditInputError as exc:  # the runtime wrote something the audit cannot read as a log (spec 1.7)
+        return {"errors": 1, "warnings": 0, "events": 0, "generation": None,
+                "findings": [{"rule": "unreadable-log", "severity": "error", "seq": None, "message": str(exc)}]}
     findings = [f.to_json() for f in log.findings]
     return {"errors": sum(1 for f in log.findings if f.severity == ERROR),
             "warnings": sum(1 for f in log.findings if f.severity == WARNING),
@@ -243,9 +248,14 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
             outcome.connects = dict(outcome.connects or {}, isolated=True)
         if getattr(run, "server_errors", None):
             outcome.message = "scripted server: " + "; ".join(map(str, run.server_errors))[:500]
-        outcome.paths = exercised(list(run.events))
-        outcome.audit = audit_run(script, run)
-        outcome.differences = judge(script, run)
+        try:
+            outcome.paths = exercised(list(run.events))
+            outcome.audit = audit_run(script, run)
+            outcome.differences = judge(script, run)
+        except Exception as exc:  # noqa: BLE001 - a suite bug is inconclusive, never a pass or a traceback
+            outcome.verdict = INCONCLUSIVE
+            outcome.message = f"the suite could not judge this run: {type(exc).__name__}: {exc}"
+            return outcome, run
         if outcome.connects and outcome.connects.get("outside_loopback"):
             outcome.differences.append({"kind": "network:outside-loopback", "seq": None, "expected": "loopback only",
                                         "observed": outcome.connects["outside_loopback"],

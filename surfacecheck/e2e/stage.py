@@ -42,7 +42,7 @@ def _case(outcome) -> TestCase:
 
 def stage(ctx: CheckContext) -> StageResult:
     """Seed scripts on the real runtime; skipped without the SDK, inconclusive when it cannot run."""
-    from .cli import human, load_scripts
+    from .cli import _progress, human, load_scripts
 
     started = time.perf_counter()
     if not sdk_installed():
@@ -51,7 +51,7 @@ def stage(ctx: CheckContext) -> StageResult:
     scripts = load_scripts(None)
     options = Options(runtime=SPEC_VERSION, bundle_dir=ctx.report_dir / "e2e", err=ctx.err,
                       command="surfacecheck check --only e2e")
-    report = run_scripts(scripts, options, mode="seeds")
+    report = run_scripts(scripts, options, mode="seeds", progress=lambda items: _progress(items, ctx.err))
     status = {"held": OK, "violated": VIOLATION, "inconclusive": INCONCLUSIVE}[report.verdict]
     summary = report.to_json()
     return StageResult("e2e", status, summary, human(report), [_case(o) for o in report.scripts],

@@ -72,7 +72,8 @@ def register(commands) -> None:
                             description=REPLAY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
                             epilog=EXITS.format(what="the recorded violation is gone", still=" (the failure persists)",
                                                 unreadable=" (unreadable trace, unknown runtime or property)"))
-    p.add_argument("trace", metavar="TRACE", help="a trace file (surfacecheck-trace/1 JSON lines)")
+    p.add_argument("trace", metavar="TRACE", help="a trace file (surfacecheck-trace/1 JSON lines), or an e2e bundle "
+                   "folder (surfacecheck e2e dsh), whose script is run again on the real runtime")
     p.add_argument("--runtime", type=_runtime, default=None, metavar="RUNTIME",
                    help="runtime to replay against (default: the one the trace names)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
@@ -110,6 +111,10 @@ def run_replay_command(args) -> int:
     from surfacecheck.trace import TraceError, read_trace
     from surfacecheck.verify.replay import replay_trace
 
+    from surfacecheck.e2e.bundle import is_e2e_target  # an e2e bundle re-runs its script (issue 8)
+    if is_e2e_target(args.trace):
+        from surfacecheck.e2e.cli import replay_bundle
+        return replay_bundle(args.trace, json_out=args.json)
     try:
         trace = read_trace(args.trace)
     except TraceError as exc:
