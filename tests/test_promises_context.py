@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from model.errors import SessionAppendError
-from model.projection import Buckets, ClaimStep, TokenUsage
+import quirk_patches
 from properties.monitors import lookup
 from properties.promises_context import PROMISES
 from surfacecheck.findings.search import first_violation, scan_log
@@ -51,133 +50,55 @@ def test_witness_breaks_its_promise_on_both_runtimes(finding, runtime):
     assert outcome.violation.property == trace.property and outcome.violation.step == len(trace.steps)
 
 
-# -- the quirk patched out of the model: each witness then holds -------------------------------------
-def _restore_like_live(session):
+# -- the quirk patched out of the model: each witness then holds (patches: tests/quirk_patches.py) -----
+def test_g3_patched_restore_matches_live(monkeypatch):
     """G3 fix: the constructor restores what the live rule would hold: the NEWEST owned snapshot, kept only
     while it is still on the surface (never an older visible one)."""
-    from model.runtime_context import NEVER, NONE, RetainedSnapshot, is_owned_snapshot, text_of
-
-    owned = [event for event in session.log if is_owned_snapshot(event)]
-    if not owned:
-        return NEVER
-    newest = owned[-1]
-    return RetainedSnapshot(newest.seq, text_of(newest.data)) if newest.seq in session.nodes else NONE
-
-
-def test_g3_patched_restore_matches_live(monkeypatch):
     finding = "G3-resume-restores-older-snapshot"
     assert not _model_holds(finding)
-    monkeypatch.setattr("surfacecheck.runtime.model_levels.restore_retained", _restore_like_live)
+    quirk_patches.resume_restores_the_newest_snapshot(monkeypatch)
     assert _model_holds(finding)
 
 
 def test_g2_patched_retry_reprojects_runtime_context(monkeypatch):
     """G2 fix for the retry path (spec 10.3 "not re-done: runtime-context projection"): before a same-step
     retry the runtime projects the current context again and enters the candidate."""
-    from model.runtime_context import project_sections
-    from model.session import append
-    from surfacecheck.runtime import model_levels
-    from surfacecheck.runtime.codec import context_sections, snapshot_id
-
     finding = "G2-overflow-retries-widen-context-window"
     assert not _model_holds(finding)
-    pre_step, request_error = model_levels._Ops.pre_step, model_levels._Ops.request_error
-
-    def remembering_pre_step(self, args):
-        self.rt.h9a_sections = context_sections(args)
-        return pre_step(self, args)
-
-    def reprojecting_request_error(self, args):
-        reply = request_error(self, args)
-        sections = getattr(self.rt, "h9a_sections", None)
-        if reply.get("kind") == "retry" and sections is not None:
-            candidate = project_sections(self.rt.retained, sections)
-            if candidate is not None:
-                seq = self.rt.session.next_seq
-                session, _ = append(self.rt.session, "user/message", {**candidate, "id": snapshot_id(seq)},
-                                    surface_op="append")
-                self.rt.adopt(session)
-                reply["snapshot"] = seq
-        return reply
-
-    monkeypatch.setattr(model_levels._Ops, "pre_step", remembering_pre_step)
-    monkeypatch.setattr(model_levels._Ops, "request_error", reprojecting_request_error)
+    quirk_patches.retry_reprojects_runtime_context(monkeypatch)
     assert _model_holds(finding)
 
 
 def test_g18_patched_append_checks_message_shape(monkeypatch):
     """G18 fix: live append applies the seed's message-shape check, so what it accepts reloads."""
-    import model.session as session_module
-
     finding = "G18-live-log-fails-reload"
     assert not _model_holds(finding)
-    commit = session_module.commit
-
-    def checked_commit(session, event):
-        problem = session_module.message_shape_problem({"type": event.type, "data": event.data}, event.seq)
-        if problem is not None:
-            raise SessionAppendError(problem.replace("seed ", "session ", 1), seq=event.seq)
-        return commit(session, event)
-
-    monkeypatch.setattr(session_module, "commit", checked_commit)
+    quirk_patches.append_checks_message_shape(monkeypatch)
     assert _model_holds(finding)
 
 
 def test_g15_patched_warn_once_per_cause(monkeypatch):
     """G15 fix: the warned set is keyed by target AND cause, so each configuration error is logged once."""
-    from model.errors import TargetPressureConfigError
-    from surfacecheck.runtime import model_levels
-
     finding = "G15-warn-once-key-collision"
     assert not _model_holds(finding)
-    original = model_levels._Ops._pressure_kind
-
-    def per_cause(self, outcome, wrote):
-        error = outcome.error
-        if isinstance(error, TargetPressureConfigError):
-            key = (error.target_key, error.message)
-            if key in self.state.warned:
-                return "silent"
-            self.state.warned.add(key)
-            return "warned"
-        return original(self, outcome, wrote)
-
-    monkeypatch.setattr(model_levels._Ops, "_pressure_kind", per_cause)
+    quirk_patches.warn_once_per_cause(monkeypatch)
     assert _model_holds(finding)
 
 
 def test_g10_patched_usage_counts_compaction(monkeypatch):
     """G10 fix: `tokenUsage` also folds `compaction/summary.usage` (a separate bucket would do as well)."""
-    from model.projection import fold_usage
-
     finding = "G10-compaction-usage-unbilled"
     assert not _model_holds(finding)
-
-    def billing_fold(state, event):
-        if event.type == "compaction/summary" and isinstance(event.data.get("usage"), dict):
-            return TokenUsage(state.totals.plus(Buckets.of(event.data["usage"])), state.last)
-        return fold_usage(state, event)
-
-    monkeypatch.setattr("surfacecheck.runtime.model_runtime.fold_usage", billing_fold)
+    quirk_patches.usage_counts_compaction(monkeypatch)
     assert _model_holds(finding)
 
 
 def test_g17_patched_mismatched_claim_expires(monkeypatch):
     """G17 fix: a replace meeting a claim for another range expires the stale claim and folds as an
     unclaimed replace instead of throwing inside the contained listener."""
-    from model.errors import ProjectionClaimError
-    from model.projection import fold_claim
-
     finding = "G17-dangling-prune-claim"
     assert not _model_holds(finding)
-
-    def expiring_fold(claim, event):
-        try:
-            return fold_claim(claim, event)
-        except ProjectionClaimError:
-            return ClaimStep(0, None, "unpriced-replace")
-
-    monkeypatch.setattr("surfacecheck.runtime.model_runtime.fold_claim", expiring_fold)
+    quirk_patches.mismatched_claim_expires(monkeypatch)
     assert _model_holds(finding)
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 import properties
+import quirk_patches
 from properties.monitors import all_monitors, lookup
-from properties.promises_measure import HOLDING, PROMISES, SHRINK_FLOOR, PairingById, PressureUpdateConstant
+from properties.promises_measure import HOLDING, PROMISES, PairingById, PressureUpdateConstant
 from surfacecheck.findings import witness
 from surfacecheck.findings.search import first_violation, wire
 from surfacecheck.findings.witness_measure import BUILDERS
-from surfacecheck.runtime import model_levels, model_runtime
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step, read_trace
@@ -92,124 +92,41 @@ def _holds_patched(fid: str) -> None:
 
 def test_g1b_gone_when_an_unclaimed_replace_is_priced(monkeypatch):
     """Fix: an unclaimed replacement is priced from the meter's node prices (as if claimed), spec 5.1."""
-    from model.projection import Claim, SurfaceProjection
-
     assert first_violation(_witness("G1b-projection-goes-negative").steps, BROKEN["G1b-projection-goes-negative"])
-    original = ModelRuntime._fold
-
-    def fold(self, event):
-        op = event.replace
-        if op is not None and event.is_surface_type and self.projection.claim is None and self.projection_error is None:
-            seqs = [seq for seq, _ in self.meter.nodes]
-            if op.start in seqs and op.end in seqs:
-                i, j = seqs.index(op.start), seqs.index(op.end)
-                price = sum(p for _, p in self.meter.nodes[i:j + 1])
-                self.projection = SurfaceProjection(self.projection.total, Claim(op.start, op.end, price))
-        original(self, event)
-
-    monkeypatch.setattr(ModelRuntime, "_fold", fold)
+    quirk_patches.price_unclaimed_replace_from_the_meter(monkeypatch)
     _holds_patched("G1b-projection-goes-negative")
 
 
 def test_g13_gone_when_pressure_runs_after_the_batch(monkeypatch):
     """Fix: the pre-step enters its claimed batch before the pressure listener measures (seed S4.b)."""
-    from surfacecheck.runtime.codec import claimed_messages, step_marker
-
-    original = model_levels._Ops.pre_step
-
-    def pre_step(self, args):
-        marker, claimed = step_marker(args), claimed_messages(args)
-        if marker is not None or claimed:
-            self._enter(marker, claimed or [], None)
-            args = {k: v for k, v in args.items() if k not in ("step", "claimed")}
-        return original(self, args)
-
-    monkeypatch.setattr(model_levels._Ops, "pre_step", pre_step)
+    quirk_patches.batch_before_pressure(monkeypatch)
     _holds_patched("G13-entering-batch-blind-spot")
-
-
-def _rebase_step_start(monkeypatch) -> None:
-    """Fix for G9a/G9b: the anchor's surface is the surface the request carried (rebase stepStart at the
-    assistant/message), not the one at `step/start` (spec 4.2)."""
-    import model.meter as meter
-
-    original = meter.fold_meter
-
-    def fold(state, event, event_at):
-        if event.type == "assistant/message" and state.step_start is not None:
-            state = replace(state, step_start=replace(state.step_start, surface_tokens=state.surface_tokens))
-        return original(state, event, event_at)
-
-    monkeypatch.setattr(meter, "fold_meter", fold)
-    monkeypatch.setattr(model_runtime, "fold_meter", fold)
 
 
 @pytest.mark.parametrize("fid", ["G9a-anchor-double-count", "G9b-stale-step-start"])
 def test_g9_gone_when_the_anchor_is_rebased_at_the_request(fid, monkeypatch):
+    """Fix for G9a/G9b: the anchor's surface is the surface the request carried (rebase stepStart at the
+    assistant/message), not the one at `step/start` (spec 4.2)."""
     assert first_violation(_witness(fid).steps, BROKEN[fid]) is not None
-    _rebase_step_start(monkeypatch)
+    quirk_patches.rebase_step_start(monkeypatch)
     _holds_patched(fid)
 
 
 def test_g2b_gone_when_overflow_keeps_the_entered_batch(monkeypatch):
     """Fix: overflow recovery's retain-0 range stops before the open step's entered batch (spec 10.2, 13)."""
-    import model.policy as policy
-    from model.region import Range
-
-    original = policy.select_compactable_range
-
-    def select(session, measurement, retain):
-        span = original(session, measurement, retain)
-        starts = [e.seq for e in session.log if e.type == "step/start"]
-        if span is None or retain != 0 or not starts:
-            return span
-        nodes = list(session.nodes)
-        entered = [i for i, seq in enumerate(nodes) if seq > starts[-1]]
-        if not entered or nodes.index(span.end) < entered[0]:
-            return span
-        return Range(nodes[0], nodes[entered[0] - 1]) if entered[0] > 0 else None
-
-    monkeypatch.setattr(policy, "select_compactable_range", select)
+    quirk_patches.overflow_keeps_the_entered_batch(monkeypatch)
     _holds_patched("G2b-prompt-summarized-before-seen")
 
 
 def test_g5_gone_when_an_indivisible_span_is_compactable(monkeypatch):
     """Fix: with retain 0 a balanced whole surface above the shrink floor is a range (spec 7 steps 3-4)."""
-    import model.policy as policy
-    import model.region as region
-
-    original = region.select_compactable_range
-
-    def select(session, measurement, retain):
-        span = original(session, measurement, retain)
-        if span is None and retain == 0 and sum(p for _, p in measurement.nodes) > SHRINK_FLOOR \
-                and region.fold_cuts(session).balanced[-1]:
-            return region.Range(session.nodes[0], session.nodes[-1])
-        return span
-
-    monkeypatch.setattr(policy, "select_compactable_range", select)
-    monkeypatch.setattr(model_levels, "select_compactable_range", select)
+    quirk_patches.indivisible_span_is_compactable(monkeypatch)
     _holds_patched("G5-indivisible-tool-unit")
 
 
 def test_s7_gone_when_cuts_are_judged_by_call_id(monkeypatch):
     """Fix: a cut is balanced when no call/result pair (matched by id) straddles it, besides the count (spec 3)."""
-    import model.region as region
-    from properties.promises_measure import _ids
-
-    real = region.fold_cuts
-
-    def by_id(session):
-        cuts = real(session)
-        ids = [_ids(session.event_at(seq).to_json()) for seq in cuts.nodes]
-        balanced = list(cuts.balanced)
-        for i in range(len(ids) + 1):
-            calls = {c for c_ids, _ in ids[:i] for c in c_ids}
-            if any(answer in calls for _, answer in ids[i:]):
-                balanced[i] = False
-        return replace(cuts, balanced=tuple(balanced))
-
-    monkeypatch.setattr(region, "fold_cuts", by_id)
+    quirk_patches.cuts_judged_by_call_id(monkeypatch)
     _holds_patched("S7-pairing-counts-not-ids")
 
 
