@@ -15,8 +15,15 @@ class (defect or tradeoff), reason and a minimal witness trace.
 This command replays every witness (on the model: a witness that no longer fails is STALE; on another
 runtime: the known findings it does not reproduce are listed), then discovers: every scenario and
 corpus log appended event by event through the model with the promises watching, and a short seeded
-Hypothesis search of the policy machine. A violation of an unregistered promise is NEW (its trace is
-written to --trace-dir)."""
+Hypothesis search of the policy and compaction machines, and an explorer pass (the bounded world of
+`surfacecheck explore`, every state's shortest path run on the model with the promises watching). A
+violation of an unregistered promise is NEW (its trace is written to --trace-dir).
+
+Output: every violation as a finding (id, promise with spec/seed sections, class defect/tradeoff/new,
+witness trace + replay command, observed vs expected, dsh source function, explanation), then every
+promise-* monitor as violated or held with what was explored while it watched (logs and events,
+Hypothesis examples and steps, explorer states, covering Z3 obligations). --report writes the same
+as a Markdown report with each witness drawn as the surface before and after each step."""
 
 EPILOG = """\
 exit codes:
@@ -42,9 +49,32 @@ def register(commands) -> None:
     p.add_argument("--corpus", metavar="DIR", default=None, help="the corpus root (default: found as check finds it)")
     p.add_argument("--no-logs", action="store_true", help="skip the scan of scenario and corpus logs")
     p.add_argument("--search-seconds", type=float, default=None, metavar="S",
-                   help="cap on the Hypothesis search (default 15; it normally ends sooner; 0 turns it off)")
+                   help="cap on starting Hypothesis runs (default 60; the fixed examples per run normally "
+                        "end it sooner; 0 turns the search off)")
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (default fixed, printed)")
+    p.add_argument("--explore-bounds", default=None, metavar="E/P/C",
+                   help="explorer pass bounds: events/tool-pairs/compactions (default 4/2/1, a few seconds; "
+                        "'off' skips it)")
+    p.add_argument("--report", nargs="?", const=DEFAULT_REPORT, default=None, metavar="PATH",
+                   help=f"also write the Markdown findings report (default path {DEFAULT_REPORT})")
     p.set_defaults(func=main)
+
+
+DEFAULT_REPORT = str(Path("reports") / "out" / "findings.md")
+
+
+def explore_bounds(value: str | None):
+    """``E/P/C`` -> a bounds tuple, ``off`` -> None; ``ValueError`` otherwise."""
+    from .search import EXPLORE_BOUNDS
+
+    if value is None:
+        return EXPLORE_BOUNDS
+    if value.strip().lower() in ("off", "0", "none"):
+        return None
+    parts = value.split("/")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"--explore-bounds must be E/P/C (three non-negative integers) or off, got {value!r}")
+    return tuple(int(p) for p in parts)
 
 
 def _corpus(value: str | None) -> Path | None:
@@ -79,13 +109,23 @@ def main(args) -> int:
         if seconds < 0:
             raise ValueError(f"--search-seconds must be >= 0, got {seconds}")
         seed = SEED if args.seed is None else args.seed
+        bounds = explore_bounds(args.explore_bounds)
         sys.stderr.write(f"surfacecheck findings: seed {seed}\n")
         report = run_findings(args.runtime, strict=args.strict, registry_path=args.registry, corpus=corpus,
                               trace_dir=Path(args.trace_dir), search_seconds=seconds, seed=seed,
-                              scan=not args.no_logs, command=_command())
+                              scan=not args.no_logs, explore_bounds=bounds, command=_command())
     except (RegistryError, ValueError) as exc:
         sys.stderr.write(f"surfacecheck findings: {exc}\n")
         return 2
+    if args.report is not None:
+        from reports.findings_report import write_report
+
+        try:
+            path = write_report(report.to_json(), Path(args.report))
+        except OSError as exc:
+            sys.stderr.write(f"surfacecheck findings: {args.report}: cannot write the report: {exc.strerror or exc}\n")
+            return 2
+        sys.stderr.write(f"surfacecheck findings: report written to {path}\n")
     if args.json:
         sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n")
     else:

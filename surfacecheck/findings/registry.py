@@ -1,6 +1,8 @@
 """The known-findings registry (``properties/findings.json``): dsh behaviours that break a design
 promise, each with its §15 gap, its class (``defect`` or ``tradeoff``), the promise monitor it
-breaks, a reason citing the spec, and a minimal witness trace (path relative to the registry).
+breaks, a reason citing the spec, a minimal witness trace (path relative to the registry), the
+responsible dsh ``source`` function (from the spec section of the gap), an ``explanation`` a dsh
+engineer can act on, and optionally the design-essay ``seed`` section the promise comes from.
 """
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import properties
 
 DEFAULT_PATH = Path(properties.__file__).resolve().parent / "findings.json"
 CLASSES = ("defect", "tradeoff")
-FIELDS = ("id", "gap", "class", "promise", "reason", "trace")
+FIELDS = ("id", "gap", "class", "promise", "reason", "trace", "source", "explanation")
+"""Required, non-empty strings; ``seed`` is optional (a string when present)."""
+OPTIONAL = ("seed",)
 
 
 class RegistryError(ValueError):
@@ -30,10 +34,14 @@ class Finding:
     reason: str
     trace: str
     trace_path: Path
+    source: str = ""
+    explanation: str = ""
+    seed: str | None = None
 
     def to_json(self) -> dict:
         return {"id": self.id, "gap": self.gap, "class": self.klass, "promise": self.promise,
-                "reason": self.reason, "trace": self.trace}
+                "reason": self.reason, "trace": self.trace, "source": self.source,
+                "explanation": self.explanation, "seed": self.seed}
 
 
 def load(path: str | Path | None = None) -> list[Finding]:
@@ -53,8 +61,15 @@ def load(path: str | Path | None = None) -> list[Finding]:
     monitors, seen, found = all_monitors(), set(), []
     for index, entry in enumerate(entries):
         where = f"{path}: findings[{index}]"
-        if not isinstance(entry, dict) or any(not isinstance(entry.get(k), str) or not entry[k] for k in FIELDS):
-            raise RegistryError(f"{where}: every entry needs non-empty strings {', '.join(FIELDS)}")
+        if not isinstance(entry, dict):
+            raise RegistryError(f"{where}: expected an object with {', '.join(FIELDS)}")
+        missing = [k for k in FIELDS if not isinstance(entry.get(k), str) or not entry[k].strip()]
+        if missing:
+            name = f" ({entry['id']})" if isinstance(entry.get("id"), str) else ""
+            raise RegistryError(f"{where}{name}: missing or empty {', '.join(missing)} "
+                                f"(every entry needs non-empty strings {', '.join(FIELDS)})")
+        if "seed" in entry and (not isinstance(entry["seed"], str) or not entry["seed"].strip()):
+            raise RegistryError(f"{where}: seed, when present, must be a non-empty string (a seed essay section)")
         if entry["id"] in seen:
             raise RegistryError(f"{where}: duplicate id {entry['id']!r}")
         if entry["class"] not in CLASSES:
@@ -63,7 +78,8 @@ def load(path: str | Path | None = None) -> list[Finding]:
             raise RegistryError(f"{where}: {entry['promise']!r} is not a registered promise- monitor")
         seen.add(entry["id"])
         found.append(Finding(entry["id"], entry["gap"], entry["class"], entry["promise"], entry["reason"],
-                             entry["trace"], (path.parent / entry["trace"]).resolve()))
+                             entry["trace"], (path.parent / entry["trace"]).resolve(), entry["source"],
+                             entry["explanation"], entry.get("seed")))
     return found
 
 

@@ -4,6 +4,11 @@ promise violation classed as known (registered), NEW, or the registry entry as S
 Verdict: a NEW finding or a STALE entry is a violation (exit 1); known findings are reported with
 their class and reason and pass, unless ``strict``. For a runtime other than the model, the known
 findings it does not reproduce are listed (informational: the lockstep stages judge conformance).
+
+The report lists every violation as a *finding* (``findings``: id, promise with its spec/seed
+sections, class, witness trace with its replay command, observed vs expected, the dsh source
+function, the explanation) and every ``promise-*`` monitor as ``violated`` (its finding ids) or
+``held`` with what was explored while it watched (``promises``: :func:`promises_section`).
 """
 from __future__ import annotations
 
@@ -17,11 +22,13 @@ from surfacecheck.runtime.api import RuntimeUnavailable
 from surfacecheck.trace import TraceError, read_trace, write_trace
 
 from . import registry
-from .search import Discovery, hypothesis_search, scan_logs
+from .search import EXPLORE_BOUNDS, Discovery, explore_search, hypothesis_search, promise_names, scan_logs
 
 SEED = 20261130
-SEARCH_SECONDS = 15.0
-"""A safety cap: the search normally ends well before it (a fixed number of examples per run)."""
+SEARCH_SECONDS = 60.0
+"""A safety cap on starting new Hypothesis runs: the search normally ends before it (a fixed number of
+examples per run, so the seed decides what is found: about 720 examples and 10-27 s with 23 promises on
+a loaded 2-core machine). Hitting the cap makes the result depend on load."""
 
 
 @dataclass
@@ -34,6 +41,8 @@ class FindingsReport:
     differs: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
     discovery: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict] = field(default_factory=list)
+    promises: list[dict] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -48,20 +57,17 @@ class FindingsReport:
 
     def to_json(self) -> dict:
         return {"command": "findings", "verdict": self.verdict, "exit_code": self.exit_code, "runtime": self.runtime,
-                "strict": self.strict, "known": self.known, "new": self.new, "stale": self.stale,
-                "runtime_differs": self.differs, "unavailable": self.unavailable, "discovery": self.discovery,
-                "seconds": round(self.seconds, 3)}
+                "strict": self.strict, "findings": self.findings, "promises": self.promises, "known": self.known,
+                "new": self.new, "stale": self.stale, "runtime_differs": self.differs,
+                "unavailable": self.unavailable, "discovery": self.discovery, "seconds": round(self.seconds, 3)}
 
-    def text(self) -> str:
+    def text(self, verbose: bool = True) -> str:
+        """The human summary; ``verbose=False`` (the check stage) prints one line per finding."""
         lines = [f"findings about dsh ({self.runtime}): {len(self.known)} known, {len(self.new)} new, "
                  f"{len(self.stale)} stale{' (strict)' if self.strict else ''}"]
-        for k in self.known:
-            lines.append(f"  known {k['class']:8} {k['gap']:4} {k['id']} ({k['promise']}, witness {k['steps']} steps"
-                         f"{', also found by ' + ', '.join(k['found_by'][:3]) if k['found_by'] else ''})")
-            lines.append(f"           {k['reason']}")
-        for n in self.new:
-            lines.append(f"  NEW {n['promise']} at {n['where']} step {n['step']}: {n['message']}")
-            lines.append(f"      trace: {n['trace'] or '(not written: no --trace-dir)'}")
+        for f in self.findings:
+            lines += finding_lines(f) if verbose else [
+                f"  {f['status']:5} {f['class']:8} {f['id']} ({f['promise']['name']}, witness {f['trace']['steps']} steps)"]
         for s in self.stale:
             lines.append(f"  STALE {s['id']}: {s['why']} (the registry must be kept true)")
         if self.differs:
@@ -69,9 +75,17 @@ class FindingsReport:
                          "the runtime differs from dsh here")
         for u in self.unavailable:
             lines.append(f"  inconclusive: {u}")
+        held = [p for p in self.promises if p["status"] == "held"]
+        lines.append(f"promises: {len(self.promises) - len(held)} violated, {len(held)} held")
+        for p in held if verbose else ():
+            lines.append(f"  held {p['name']}: {summary(p['evidence'])}")
         d = self.discovery
-        lines.append(f"discovery: {d.get('logs', 0)} logs scanned, {d.get('examples', 0)} Hypothesis "
-                     f"examples (seed {d.get('seed')}, cap {d.get('search_seconds')} s); {self.seconds:.1f} s in all")
+        explored = d.get("explore") or {}
+        lines.append(f"discovery: {d.get('logs', 0)} logs ({d.get('events', 0)} events) scanned, "
+                     f"{d.get('examples', 0)} Hypothesis examples (seed {d.get('seed')}, "
+                     f"cap {d.get('search_seconds')} s)"
+                     + (f", explorer {explored['bounds']}: {explored['states']} states" if explored else "")
+                     + f"; {self.seconds:.1f} s in all")
         return "\n".join(lines)
 
 
@@ -84,7 +98,7 @@ def _replay(path: Path, runtime: str):
 
 def check_witnesses(report: FindingsReport, findings: list[registry.Finding]) -> None:
     """Each witness must still break its promise on the model (else STALE); on another runtime, note
-    the ones it does not reproduce."""
+    the ones it does not reproduce. A live witness's replayed violation is kept (observed/expected)."""
     for f in findings:
         entry = {**f.to_json(), "steps": None, "found_by": [], "runtime_reproduces": None}
         try:
@@ -100,6 +114,8 @@ def check_witnesses(report: FindingsReport, findings: list[registry.Finding]) ->
             seen = outcome.violation.property if outcome.violation else "nothing"
             report.stale.append({"id": f.id, "why": f"witness no longer breaks {f.promise} on the model (saw {seen})"})
             continue
+        entry["violation"] = outcome.violation.to_json()
+        entry["trace_path"] = str(f.trace_path)
         if report.runtime != "model":
             try:
                 entry["runtime_reproduces"] = reproduces(trace, report.runtime)
@@ -136,9 +152,11 @@ def reproduces(trace, runtime_spec: str) -> bool | None:
 
 def classify(report: FindingsReport, findings: list[registry.Finding], found: list[Discovery],
              trace_dir: Path | None, command: str) -> None:
-    """Known when the promise is registered (and its entry is live), else NEW with its trace written."""
+    """Known when the promise is registered (and its entry is live), else NEW: one per promise, its
+    witness the shortest discovery (written to ``trace_dir``), every place it was found listed."""
     known = {k["id"]: k for k in report.known}
     stale = {s["id"] for s in report.stale}
+    unregistered: dict[str, list[Discovery]] = {}
     for d in found:
         entry = registry.match(findings, d.promise)
         if entry is not None:
@@ -146,21 +164,29 @@ def classify(report: FindingsReport, findings: list[registry.Finding], found: li
                 known[entry.id]["found_by"].append(d.where)
             if entry.id in known or entry.id in stale:
                 continue
+        unregistered.setdefault(d.promise, []).append(d)
+    for promise, group in unregistered.items():
+        d = min(group, key=lambda g: len(g.steps))
         path = None
         if trace_dir is not None:
-            slug = "".join(c if c.isalnum() or c in "-." else "-" for c in d.where)[-60:]
+            slug = "".join(c if c.isalnum() or c in "-." else "-" for c in d.where.split(" (")[0])[-60:]
             path = str(write_trace(trace_dir / f"finding-{d.promise}-{slug}.jsonl", d.trace(command)))
         report.new.append({"promise": d.promise, "where": d.where, "step": d.violation.step,
-                           "message": d.violation.message, "steps": len(d.steps), "trace": path})
+                           "message": d.violation.message, "steps": len(d.steps), "trace": path,
+                           "violation": d.violation.to_json(), "source": d.source,
+                           "found_by": [g.where for g in group]})
 
 
 def run_findings(runtime: str = "model", *, strict: bool = False, registry_path: str | Path | None = None,
                  corpus: Path | None = None, trace_dir: Path | None = None, search_seconds: float = SEARCH_SECONDS,
                  seed: int = SEED, scan: bool = True, logs: list[tuple[str, Path]] | None = None,
+                 explore_bounds: tuple[int, int, int] | None = EXPLORE_BOUNDS, examples_per_run: int | None = None,
                  err: TextIO | None = None,
                  command: str = "surfacecheck findings") -> FindingsReport:
     """Everything above; ``logs`` (``(source, path)`` pairs) replaces the scenario + corpus logs;
-    ``registry.RegistryError`` for a bad registry (usage error, exit 2)."""
+    ``explore_bounds`` None skips the explorer pass; ``examples_per_run`` overrides the search's fixed
+    count (tests); ``registry.RegistryError`` for a bad registry
+    (usage error, exit 2)."""
     from tqdm import tqdm
 
     from surfacecheck.runtime.embedded.stage import log_paths
@@ -172,15 +198,181 @@ def run_findings(runtime: str = "model", *, strict: bool = False, registry_path:
     check_witnesses(report, findings)
     found: list[Discovery] = []
     paths = (list(logs) if logs is not None else log_paths(corpus)) if scan else []
+    log_stats: dict = {"events": 0}
     with tqdm(total=len(paths), desc="findings: logs", unit="log", file=err, disable=None, leave=False) as bar:
-        from_logs, logs = scan_logs(paths, bar)
+        from_logs, scanned = scan_logs(paths, bar, stats=log_stats)
     found += from_logs
-    examples = 0
+    examples, watched = 0, {}
     if search_seconds > 0:
-        searched, examples = hypothesis_search(search_seconds, seed)
+        per_run = {} if examples_per_run is None else {"examples_per_run": examples_per_run}
+        searched, examples = hypothesis_search(search_seconds, seed, evidence=watched, **per_run)
         found += searched
-    report.discovery = {"logs": logs, "log_violations": len(from_logs), "examples": examples, "seed": seed,
-                        "search_seconds": search_seconds, "violations": len(found)}
+    explored = None
+    if explore_bounds is not None:
+        err.write(f"findings: explorer pass at {'/'.join(map(str, explore_bounds))}\n")
+        from_explore, explored = explore_search(explore_bounds)
+        found += from_explore
+    report.discovery = {"logs": scanned, "events": log_stats["events"], "log_violations": len(from_logs),
+                        "examples": examples, "seed": seed, "search_seconds": search_seconds,
+                        "explore": explored, "violations": len(found)}
     classify(report, findings, found, trace_dir, command)
+    report.findings = findings_section(report.known, report.new)
+    report.promises = promises_section(report.findings, report.discovery, watched)
     report.seconds = time.perf_counter() - began
     return report
+
+
+PROOFS = {
+    # promise -> [(Z3 obligation of properties/proofs, what it proves about this promise)]; run by `surfacecheck prove`
+    "promise-projection-exact": [
+        ("projection-equivalence", "on fully metered logs (every replacement claimed) the O(1) projection equals "
+                                   "the recount after every event, for logs of any length (k-induction); the "
+                                   "promise's violation needs an unclaimed replace, outside the proof's premise")],
+    "promise-compaction-progress": [
+        ("smallest-compactable-span", "every framed checkpoint costs >= 103 tokens and 103 is reached: a span "
+                                      "priced <= 103 can never shrink, the floor this promise runs into")],
+    "promise-retry-after-real-progress": [
+        ("generation-progress", "on_request_error answers retry only after a generation advance, at most "
+                                "maxOverflowRetries times (a ranking function); it does not prove the retried "
+                                "request fits, which is what this promise asks")],
+    "promise-pressure-relieved": [
+        ("generation-progress", "compact_if_needed spends at most compactionRetries + 1 summaries per pre-step "
+                                "and a landed summary strictly lowers the surface price"),
+        ("smallest-compactable-span", "with unchanged prices the retry re-selects exactly the first checkpoint "
+                                      "(spec 9.4): retries cannot reach the envelope or the retained tail")],
+    "promise-pairing-by-id": [
+        ("pairing-ids", "when call ids are unique and each result answers an earlier call, the model's count-"
+                        "balanced cut equals the id-closed cut for every cut (up to N nodes): under that premise "
+                        "no compaction edge splits a call from its result; a violation needs repeated or "
+                        "unanswered ids"),
+        ("cut-legality", "every range selection is head-anchored, keeps >= 1 node and has both edges balanced "
+                         "(by count, spec 3)")],
+    "promise-projection-nonnegative": [
+        ("projection-equivalence", "on fully metered logs the projection equals the recount, a sum of "
+                                   "non-negative node prices, so it cannot go below 0 there; only an unclaimed "
+                                   "replace leaves the premise")],
+    "promise-span-compactable": [
+        ("cut-legality", "select_compactable_range returns null exactly when spec 7 says (no balanced cut "
+                         "before the retained tail), never skipping a balanced cut"),
+        ("smallest-compactable-span", "a span priced <= 103 never shrinks, so 'above the shrink floor' is the "
+                                      "right bound for the promise")],
+}
+"""A static map, true by the obligations' statements (docs/proofs.md); a promise absent here has no
+Z3 obligation covering it."""
+
+
+def proofs_for(promise: str) -> list[dict]:
+    """The Z3 obligations that cover ``promise`` (name, spec section, what it proves about it)."""
+    from properties.proofs import obligations
+
+    sections = {o.name: o.section for o in obligations()}
+    return [{"name": name, "section": sections.get(name, "?"), "proves": proves}
+            for name, proves in PROOFS.get(promise, [])]
+
+
+# -- the findings and promises sections -------------------------------------------------------------------
+def display_path(path: str | Path) -> str:
+    """``path`` relative to the working directory (or the checkout) when under it, else absolute."""
+    path = Path(path).resolve()
+    for root in (Path.cwd().resolve(), Path(registry.DEFAULT_PATH).resolve().parent.parent):
+        try:
+            return str(path.relative_to(root))
+        except ValueError:
+            continue
+    return str(path)
+
+
+def promise_info(name: str, seed: str | None = None) -> dict:
+    """The promise as the monitor registry states it (name, description, spec section, level) + its seed."""
+    from properties.monitors import lookup
+
+    spec = lookup(name)
+    return {"name": name, "description": spec.description, "section": spec.section, "level": spec.level,
+            "seed": seed}
+
+
+def _trace_info(path: str | None, steps: int | None) -> dict:
+    shown = display_path(path) if path else None
+    return {"path": shown, "steps": steps,
+            "replay": f"surfacecheck replay {shown} --runtime model" if shown else None}
+
+
+def findings_section(known: list[dict], new: list[dict]) -> list[dict]:
+    """Every violation as a finding: the known ones (class from the registry) and the NEW ones (class ``new``)."""
+    out = []
+    for k in known:
+        v = k.get("violation") or {}
+        out.append({"id": k["id"], "class": k["class"], "status": "known", "gap": k["gap"],
+                    "promise": promise_info(k["promise"], k.get("seed")), "reason": k["reason"],
+                    "trace": _trace_info(k.get("trace_path"), k["steps"]), "step": v.get("step"),
+                    "message": v.get("message"), "observed": v.get("observed"), "expected": v.get("expected"),
+                    "source": k["source"], "explanation": k["explanation"], "found_by": k["found_by"],
+                    "runtime_reproduces": k["runtime_reproduces"]})
+    for n in new:
+        v = n["violation"]
+        out.append({"id": f"NEW-{n['promise']}", "class": "new", "status": "new", "gap": None,
+                    "promise": promise_info(n["promise"]),
+                    "reason": f"Found by {len(n['found_by'])} discovery run(s); the witness is the shortest, "
+                              f"by {n['where']}.",
+                    "trace": _trace_info(n["trace"], n["steps"]), "step": v["step"], "message": v["message"],
+                    "observed": v["observed"], "expected": v["expected"], "source": None,
+                    "explanation": f"{v['message']}. Not in properties/findings.json: reproduce it with the replay "
+                                   "command, then fix the behaviour or register it with its class, reason, dsh "
+                                   "source function and explanation.",
+                    "found_by": n["found_by"], "runtime_reproduces": None})
+    return out
+
+
+def promises_section(findings: list[dict], discovery: dict, watched: dict) -> list[dict]:
+    """Every ``promise-*`` monitor: ``violated`` with its finding ids, or ``held``; with what was explored
+    while it watched (logs, Hypothesis, explorer) and the Z3 obligations covering it."""
+    out = []
+    for name in promise_names():
+        mine = [f for f in findings if f["promise"]["name"] == name]
+        seed = next((f["promise"]["seed"] for f in mine if f["promise"]["seed"]), None)
+        searched = watched.get(name, {"examples": 0, "steps": 0, "levels": []})
+        out.append({**promise_info(name, seed), "status": "violated" if mine else "held",
+                    "findings": [f["id"] for f in mine],
+                    "evidence": {"logs": {"logs": discovery.get("logs", 0), "events": discovery.get("events", 0)},
+                                 "hypothesis": {**searched, "seed": discovery.get("seed")},
+                                 "explore": discovery.get("explore"), "proofs": proofs_for(name),
+                                 "found_by": sorted({w for f in mine for w in f["found_by"]})}})
+    return out
+
+
+def summary(evidence: dict) -> str:
+    """One line: what was explored while a promise watched."""
+    logs, hyp, exp = evidence["logs"], evidence["hypothesis"], evidence.get("explore")
+    parts = [f"{logs['logs']} logs ({logs['events']} events)",
+             f"{hyp['examples']} Hypothesis examples, {hyp['steps']} steps"
+             + (f" ({', '.join(hyp['levels'])} machines, seed {hyp['seed']})" if hyp["levels"] else "")]
+    if exp:
+        parts.append(f"explorer {exp['bounds']}: {exp['states']} states along {exp['paths']} paths, "
+                     f"{exp['steps']} steps")
+    if evidence["proofs"]:
+        parts.append("Z3: " + ", ".join(p["name"] for p in evidence["proofs"]))
+    return "; ".join(parts)
+
+
+def finding_lines(f: dict) -> list[str]:
+    """The human lines of one finding."""
+    p = f["promise"]
+    head = (f"  {f['status']:5} {f['class']:8} {f['id']}" if f["status"] == "known"
+            else f"  NEW {f['id']}")
+    lines = [f"{head}  [{p['name']}; {p['section']}{'; ' + p['seed'] if p['seed'] else ''}]",
+             f"        observed {_short(f['observed'])}, expected {_short(f['expected'])} at step {f['step']}: "
+             f"{f['message']}",
+             f"        trace ({f['trace']['steps']} steps): {f['trace']['replay'] or '(not written: no --trace-dir)'}"]
+    if f["source"]:
+        lines.append(f"        dsh source: {f['source']}")
+    lines.append(f"        {f['reason']}")
+    if f["found_by"]:
+        lines.append(f"        also found by: {', '.join(f['found_by'][:3])}")
+    return lines
+
+
+def _short(value, limit: int = 60) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

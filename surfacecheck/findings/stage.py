@@ -1,28 +1,40 @@
 """The ``findings`` stage of ``surfacecheck check``: the registry's witnesses replayed, discovery over
-every log and a short seeded Hypothesis search (spec §15). NEW or STALE is a violation; known findings
-pass unless ``--strict``; a runtime other than the model is told which known findings it lacks."""
+every log, a short seeded Hypothesis search and the explorer pass (spec §15). NEW or STALE is a
+violation; known findings pass unless ``--strict``; a runtime other than the model is told which known
+findings it lacks. The Markdown findings report goes to ``REPORT_DIR/findings.md``."""
 from __future__ import annotations
 
 from reports.junit import Outcome, TestCase
 
 from ..stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
 from .registry import RegistryError
-from .run import SEARCH_SECONDS, FindingsReport, run_findings
+from .run import SEARCH_SECONDS, FindingsReport, run_findings, summary
+from .search import EXPLORE_BOUNDS
 
 CLASSNAME = "surfacecheck.findings"
+REPORT_NAME = "findings.md"
 
 
 def stage(ctx: CheckContext) -> StageResult:
     try:
         report = run_findings(ctx.runtime, strict=ctx.strict, corpus=ctx.corpus, trace_dir=ctx.report_dir / "traces",
-                              search_seconds=SEARCH_SECONDS, err=ctx.err,
+                              search_seconds=SEARCH_SECONDS, explore_bounds=EXPLORE_BOUNDS, err=ctx.err,
                               command=f"surfacecheck check --runtime {ctx.runtime} (findings stage)")
     except RegistryError as exc:
         return StageResult("findings", INCONCLUSIVE, {"error": str(exc)}, f"findings: bad registry: {exc}",
                            [TestCase(name="registry", classname=CLASSNAME,
                                      error=Outcome(message=str(exc), type="registry"))])
     status = {"ok": OK, "violation": VIOLATION}.get(report.verdict, INCONCLUSIVE)
-    return StageResult("findings", status, report.to_json(), report.text(), junit_cases(report), report.seconds)
+    document, text = report.to_json(), report.text(verbose=False)
+    try:
+        from reports.findings_report import write_report
+
+        document["report"] = str(write_report(document, ctx.report_dir / REPORT_NAME))
+        text += f"\nreport: {document['report']}"
+    except Exception as exc:  # noqa: BLE001 - the report is a by-product: its failure must not hide the verdict
+        document["report_error"] = f"{type(exc).__name__}: {exc}"
+        text += f"\nreport not written: {document['report_error']}"
+    return StageResult("findings", status, document, text, junit_cases(report), report.seconds)
 
 
 def junit_cases(report: FindingsReport) -> list[TestCase]:
@@ -35,6 +47,10 @@ def junit_cases(report: FindingsReport) -> list[TestCase]:
     for n in report.new:
         cases.append(TestCase(name=f"NEW {n['promise']} at {n['where']}", classname=CLASSNAME,
                               failure=Outcome(message=n["message"], type="new-finding", text=f"trace: {n['trace']}")))
+    for p in report.promises:
+        if p["status"] == "held":
+            cases.append(TestCase(name=f"held {p['name']}", classname=CLASSNAME,
+                                  properties={"section": p["section"], "evidence": summary(p["evidence"])}))
     for s in report.stale:
         cases.append(TestCase(name=f"stale {s['id']}", classname=CLASSNAME,
                               failure=Outcome(message=s["why"], type="stale-finding")))
