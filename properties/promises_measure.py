@@ -422,6 +422,8 @@ PROMISES = ("promise-pairing-by-id", "promise-projection-nonnegative", "promise-
             "promise-prompt-verbatim", "promise-span-compactable", "promise-pressure-update-constant")
 """Every monitor of this family."""
 HOLDING = ("promise-measure-slack-bounded", "promise-pressure-update-constant")
-"""The ones dsh keeps (no registry entry; each has a negative control in the tests). ``promise-pairing-by-id``
+"""The ones no protocol trace of dsh breaks (no registry entry; each has a negative control in the tests).
+``promise-pressure-update-constant`` holds for dsh's projection, but dsh's meter fold (``foldSurfaceTokens``)
+breaks it in the cost model: ``surfacecheck findings`` reports it as ``measured`` (``COST_PATHS``). ``promise-pairing-by-id``
 holds on every log dsh's own agent loop writes (explorer, Hypothesis, corpus) and breaks only on a log whose
 results answer another step's call, which the count-based fold admits (finding S7-pairing-counts-not-ids)."""

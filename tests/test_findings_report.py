@@ -217,3 +217,32 @@ def test_every_finding_trace_replays(small):
     for f in small["findings"]:
         outcome = replay_trace(read_trace(_path(f["trace"]["path"])), "model")
         assert outcome.exit_code == 1 and outcome.same and outcome.violation.step == f["trace"]["steps"], f["id"]
+
+
+def test_the_meter_fold_breaks_the_cost_promise_in_the_cost_model(witnesses_only):
+    """dsh's foldSurfaceTokens copies the node array per append (spec 4.2): the cost promise is `measured`
+    (broken without a trace), the projection path stays constant, and the report says so."""
+    (p,) = [p for p in witnesses_only["promises"] if p["name"] == "promise-pressure-update-constant"]
+    growth = {c["variant"]: c["growth"] for c in p["evidence"]["cost_model"]}
+    assert p["status"] == "measured" and growth == {"model-projection": "constant", "copy-on-append": "linear"}
+    ops = {c["variant"]: c["ops_per_append"] for c in p["evidence"]["cost_model"]}
+    assert ops["copy-on-append"]["10000"] > 50 * ops["copy-on-append"]["100"]
+    text = render(witnesses_only)
+    assert "## Broken in the cost model (measured, not traced)" in text and "foldSurfaceTokens" in text
+
+
+def test_a_constant_meter_fold_would_keep_the_cost_promise(monkeypatch):
+    """Negative control: were dsh's meter fold incremental (1 cell per append), the promise would hold, and a
+    measured promise fails only under --strict."""
+    from surfacecheck.findings import run as run_module
+
+    cost = run_module.cost_evidence("promise-pressure-update-constant")
+    monkeypatch.setitem(run_module.COST_PATHS, "promise-pressure-update-constant",
+                        [("model-projection", "projection"), ("incremental", "an in-place meter fold")])
+    fixed = run_module.cost_evidence("promise-pressure-update-constant")
+    assert {c["growth"] for c in fixed} == {"constant"} and {c["growth"] for c in cost} == {"constant", "linear"}
+    report = run_module.run_findings(search_seconds=0, scan=False, explore_bounds=None, trace_dir=None)
+    assert {p["name"]: p["status"] for p in report.promises}["promise-pressure-update-constant"] == "held"
+    measured = [{"name": "promise-pressure-update-constant", "status": "measured"}]
+    assert run_module.FindingsReport("model", strict=False, promises=measured).exit_code == 0
+    assert run_module.FindingsReport("model", strict=True, promises=measured).exit_code == 1

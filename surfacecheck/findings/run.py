@@ -47,7 +47,8 @@ class FindingsReport:
 
     @property
     def verdict(self) -> str:
-        if self.new or self.stale or (self.strict and self.known):
+        measured = any(p["status"] == "measured" for p in self.promises)
+        if self.new or self.stale or (self.strict and (self.known or measured)):
             return "violation"
         return "inconclusive" if self.unavailable else "ok"
 
@@ -76,7 +77,11 @@ class FindingsReport:
         for u in self.unavailable:
             lines.append(f"  inconclusive: {u}")
         held = [p for p in self.promises if p["status"] == "held"]
-        lines.append(f"promises: {len(self.promises) - len(held)} violated, {len(held)} held")
+        measured = [p for p in self.promises if p["status"] == "measured"]
+        lines.append(f"promises: {len(self.promises) - len(held) - len(measured)} violated, "
+                     f"{len(measured)} broken in the cost model (no trace), {len(held)} held")
+        for p in measured:
+            lines += [f"  measured {p['name']}: a dsh path is not O(1) per append"] + cost_lines(p)
         for p in held if verbose else ():
             lines.append(f"  held {p['name']}: {summary(p['evidence'])}")
         d = self.discovery
@@ -323,21 +328,60 @@ def findings_section(known: list[dict], new: list[dict]) -> list[dict]:
     return out
 
 
+COST_SIZES = (100, 10_000)
+COST_PATHS = {
+    # promise judged on operation counts -> [(cost-model variant, the dsh pressure-update path it reproduces)]
+    "promise-pressure-update-constant": [
+        ("model-projection", "the O(1) surface projection, foldSurfaceProjection (spec 5.1; "
+                             "packages/llm/token-meter/src/surface-projection.ts)"),
+        ("copy-on-append", "the token meter's surface fold that measure() reads, foldSurfaceTokens: "
+                           "`{ nodes: [...nodes, { seq, tokens }] }` copies the node array on every surface append "
+                           "(spec 4.2; packages/llm/token-meter/src/surface-fold.ts)")],
+}
+"""A promise about cost cannot be witnessed by a protocol trace (a runtime's answers do not show what an
+append costs inside it), so its evidence is the deterministic cost model of ``benchmarks/`` (operations per
+append, no timing) run on the variant that reproduces each dsh path. A path that grows with the surface makes
+the promise ``measured``: broken by dsh, measured rather than traced, reported but not a registry entry."""
+
+
+def cost_evidence(name: str) -> list[dict]:
+    """Operations per append at :data:`COST_SIZES` for each dsh path of a cost promise, with its growth."""
+    if name not in COST_PATHS:
+        return []
+    from benchmarks.costmodel import growth, ops_per_append
+    from benchmarks.variants import VARIANTS
+
+    series = ops_per_append([VARIANTS[v] for v, _ in COST_PATHS[name]], COST_SIZES)
+    return [{"variant": v, "path": path, "growth": growth(series[v]),
+             "ops_per_append": {str(p.size): p.ops for p in series[v].points}} for v, path in COST_PATHS[name]]
+
+
 def promises_section(findings: list[dict], discovery: dict, watched: dict) -> list[dict]:
-    """Every ``promise-*`` monitor: ``violated`` with its finding ids, or ``held``; with what was explored
-    while it watched (logs, Hypothesis, explorer) and the Z3 obligations covering it."""
+    """Every ``promise-*`` monitor: ``violated`` with its finding ids, ``measured`` (a cost promise one of
+    dsh's paths breaks in the cost model), or ``held``; with what was explored while it watched (logs,
+    Hypothesis, explorer), the cost model, and the Z3 obligations covering it."""
     out = []
     for name in promise_names():
         mine = [f for f in findings if f["promise"]["name"] == name]
         seed = next((f["promise"]["seed"] for f in mine if f["promise"]["seed"]), None)
         searched = watched.get(name, {"examples": 0, "steps": 0, "levels": []})
-        out.append({**promise_info(name, seed), "status": "violated" if mine else "held",
+        cost = cost_evidence(name)
+        status = "violated" if mine else "measured" if any(c["growth"] != "constant" for c in cost) else "held"
+        out.append({**promise_info(name, seed), "status": status,
                     "findings": [f["id"] for f in mine],
                     "evidence": {"logs": {"logs": discovery.get("logs", 0), "events": discovery.get("events", 0)},
                                  "hypothesis": {**searched, "seed": discovery.get("seed")},
                                  "explore": discovery.get("explore"), "proofs": proofs_for(name),
+                                 "cost_model": cost,
                                  "found_by": sorted({w for f in mine for w in f["found_by"]})}})
     return out
+
+
+def cost_lines(promise: dict) -> list[str]:
+    """Human lines for a cost promise's cost-model evidence."""
+    return [f"    {c['growth']:8} {c['variant']}: "
+            + ", ".join(f"{ops:g} ops/append at {size}" for size, ops in c["ops_per_append"].items())
+            + f" ({c['path']})" for c in promise["evidence"].get("cost_model", [])]
 
 
 def summary(evidence: dict) -> str:

@@ -51,6 +51,12 @@ def junit_cases(report: FindingsReport) -> list[TestCase]:
         if p["status"] == "held":
             cases.append(TestCase(name=f"held {p['name']}", classname=CLASSNAME,
                                   properties={"section": p["section"], "evidence": summary(p["evidence"])}))
+        elif p["status"] == "measured":  # broken in the cost model: reported like a known finding
+            failure = Outcome(message=f"measured: {p['name']} is broken by a dsh path", type="measured-finding") \
+                if report.strict else None
+            cases.append(TestCase(name=f"measured {p['name']}", classname=CLASSNAME, failure=failure,
+                                  properties={"section": p["section"], "cost_model": "; ".join(
+                                      f"{c['variant']} {c['growth']}" for c in p["evidence"]["cost_model"])}))
     for s in report.stale:
         cases.append(TestCase(name=f"stale {s['id']}", classname=CLASSNAME,
                               failure=Outcome(message=s["why"], type="stale-finding")))
