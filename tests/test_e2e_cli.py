@@ -212,6 +212,107 @@ def test_generate_command_shrinks_the_first_failure(fake, tmp_path, capsys):
     assert doc["coverage"]["scripts_run"] == 30 and doc["coverage"]["turns"] >= 30
 
 
+# -- what the drawn scripts aim at (no runtime: the kinds and the spec's pricing, issue 8 item 3) -------
+def _tools(script: dict) -> list[int]:
+    return [r["tool"]["output_chars"] for t in script["turns"] for r in t["replies"] if "tool" in r]
+
+
+def _aims(script: dict) -> set[str]:
+    """The paths a drawn script is built to reach, checked against its kind's pricing (spec 4.1, 6, 9.1)."""
+    from surfacecheck.e2e.generate import (OVERFLOW_SPAN_CHARS, after_summary, estimated_totals, kind_of, step_tokens,
+                                           threshold_of)
+
+    kind, config, limit = kind_of(script), script["config"], (script["config"]["pruner"] or {}).get("thresholdChars")
+    threshold, totals, pruned = threshold_of(config), estimated_totals(script), estimated_totals(script, pruned=True)
+    crossing = next((i for i, total in enumerate(totals) if total >= threshold), None)
+    compacts = sum(t["compact"] for t in script["turns"])
+    aims = {"manual-compact"} if compacts else set()
+    if compacts and max(estimated_totals(script, pruned=True)) >= threshold:
+        aims.add("second-generation")  # /compact after the last turn re-summarises a pressure checkpoint
+    if kind == "quiet":
+        assert crossing is None and max(totals) < 0.85 * threshold and not compacts, script
+        assert not any("overflow" in r for t in script["turns"] for r in t["replies"]), script
+    if kind == "prune":  # every output prunable; pruning alone brings the first crossing back under the threshold
+        assert crossing is not None and pruned[crossing] < threshold and min(_tools(script)) > limit, script
+        aims.add("pressure-prune")
+    if kind in ("summary", "generations", "failing"):  # even with every output pruned it crosses: a summary is needed
+        crossing = next((i for i, total in enumerate(pruned) if total >= threshold), None)
+        assert crossing is not None, script
+        aims.add("pressure-summary")
+        if limit is not None and max(_tools(script)) > limit:
+            aims.add("pressure-prune")
+    if kind == "summary":
+        assert limit is not None and _tools(script)[0] > limit, script  # summary after prune
+    if kind == "generations":  # room for a second crossing on top of the first checkpoint and retained tail
+        post = after_summary(pruned[crossing], config["retainTokens"], max(map(step_tokens, _tools(script))), 0.2)
+        assert pruned[-1] - pruned[crossing] >= threshold - post - max(map(step_tokens, _tools(script))), script
+        aims.add("second-generation")
+    if kind == "failing":
+        assert script["summaries"][0]["outcome"] in ("failure", "too-big"), script
+        aims.add("summary-failed")
+    if kind in ("prune", "summary", "generations") and any("overflow" in r for r in script["turns"][-1]["replies"]):
+        assert len(script["turns"]) > 1 and "overflow" in script["turns"][-1]["replies"][0], script
+        earlier = estimated_totals(dict(script, turns=script["turns"][:-1]), pruned=kind != "prune")
+        assert config["maxOverflowRetries"] >= 1 and earlier[-1] >= threshold, script  # after the planned crossing
+        aims.add("overflow-retry")
+    if kind == "manual":
+        assert compacts >= 1, script
+        if compacts >= 2:
+            aims.add("second-generation")
+        if any(s["outcome"] != "text" for s in script["summaries"][:compacts]):
+            aims.add("summary-failed")
+    if kind == "overflow":  # each overflow follows enough unsummarised output, and a retry is allowed
+        assert config["maxOverflowRetries"] >= 1, script
+        since = []
+        for reply in (r for t in script["turns"] for r in t["replies"]):
+            if "overflow" in reply:
+                assert sum(since[:-1]) >= OVERFLOW_SPAN_CHARS or not since, script  # not since: a double overflow
+                since = []
+            elif "tool" in reply:
+                since.append(reply["tool"]["output_chars"])
+        aims.add("overflow-retry")
+        if sum("overflow" in r for t in script["turns"] for r in t["replies"]) >= 2:
+            aims.add("second-generation")  # the second retain-0 summary shadows the first one's checkpoint
+    return aims
+
+
+@pytest.mark.parametrize("seed_value", [0, 1, 2])
+def test_drawn_scripts_span_every_kind_and_aim_at_every_path(seed_value):
+    """20 drawn scripts: every kind, each built (by the spec's pricing) for its path; every path aimed
+    at by at least 4 scripts, and 3 quiet ones; bounded (4 turns, MAX_STEPS tool calls)."""
+    from collections import Counter
+
+    from surfacecheck.e2e.generate import DEAL, MAX_STEPS, kind_of
+    from surfacecheck.e2e.run import PATHS
+
+    drawn = draw_scripts(20, seed_value)
+    kinds = Counter(kind_of(s) for s in drawn)
+    assert set(kinds) == set(DEAL) and kinds["overflow"] >= 4 and kinds["quiet"] >= 3, kinds
+    aimed = Counter(path for s in drawn for path in _aims(s))
+    assert all(aimed[path] >= 4 for path in PATHS), aimed
+    for script in drawn:
+        from_json(script, script["name"])
+        assert len(script["turns"]) <= 4 and len(_tools(script)) <= MAX_STEPS
+
+
+def test_the_first_seven_drawn_scripts_hold_every_kind():
+    from surfacecheck.e2e.generate import DEAL, kind_of
+
+    assert {kind_of(s) for s in draw_scripts(7, 3)} == set(DEAL)
+
+
+def test_a_failing_overflow_shrinks_to_one_short_turn():
+    """A fake failure on any overflow reply shrinks to one turn with one overflow after a few outputs."""
+    def fails(obj):
+        return "overflow" if any("overflow" in r for t in obj["turns"] for r in t["replies"]) else None
+
+    shrunk = shrink_script(fails, seed_value=2, n=20, budget=300)
+    assert shrunk is not None and shrunk.detail == "overflow"
+    (turn,) = shrunk.script["turns"]
+    kinds = ["overflow" if "overflow" in r else "tool" if "tool" in r else "text" for r in turn["replies"]]
+    assert kinds.count("overflow") == 1 and kinds[-1] == "text" and len(kinds) <= 5, kinds
+
+
 # -- bundles: replay re-runs the same script -------------------------------------------------------
 @pytest.mark.parametrize("which", ["folder", "trace", "script"])
 def test_bundle_replays_the_same_script(fake, tmp_path, capsys, which):
