@@ -32,6 +32,10 @@ Usage (spec 4.2: the token meter anchors on it):
 
 Every request is recorded (:attr:`ScriptedServer.requests`); anything the script cannot answer gets a 500
 with a clear message and an :attr:`ScriptedServer.errors` entry. Binds 127.0.0.1 only.
+
+:class:`LoopbackScriptedServer` holds everything above that is not OpenAI framing (lifecycle, record, control
+path, script cursor, summaries, usage mode); :class:`ScriptedServer` is its OpenAI wire and
+``wire_anthropic.AnthropicScriptedServer`` its Anthropic-Messages wire (dsh 0.2.x).
 """
 from __future__ import annotations
 
@@ -83,14 +87,20 @@ def filler(n: int) -> str:
     return (unit * (n // len(unit) + 1))[:n]
 
 
-class ScriptedServer:
-    """One scripted conversation's model endpoint (contract: ``ScriptedServer(script, wire="openai")``)."""
+def _redact(headers: dict) -> dict:
+    return {k: ("<redacted>" if k in ("authorization", "x-api-key") else v) for k, v in headers.items()}
 
-    def __init__(self, script: Any, wire: str = "openai", record_path: str | None = None) -> None:
-        if wire != "openai":
-            raise ValueError(f"wire {wire!r} is not served here (0.1.1rc1 speaks 'openai')")
+
+class LoopbackScriptedServer:
+    """What every wire's scripted server shares: the loopback HTTP lifecycle, the record, the control path and
+    the script cursor (turn replies, summaries, usage mode). A wire subclass supplies only what differs: which
+    path it serves, its error/overflow bodies, its span and realistic usage, and its message/SSE framing."""
+
+    wire = ""
+    finish_reasons: dict[str, str] = {}  # the script's finish ("stop" | "tool_calls" | "length") -> the wire's
+
+    def __init__(self, script: Any, record_path: str | None = None) -> None:
         self.script = script_json(script)
-        self.wire = wire
         self.usage_mode = self.script.get("usage", "fixed")
         if self.usage_mode not in ("fixed", "realistic"):
             raise ValueError(f"usage must be 'fixed' or 'realistic', got {self.usage_mode!r}")
@@ -116,7 +126,7 @@ class ScriptedServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="scripted-model", daemon=True)
+                                        name=f"scripted-{self.wire}", daemon=True)
         self._thread.start()
         return self.base_url
 
@@ -136,7 +146,7 @@ class ScriptedServer:
         """From now on accept every request and never reply (the hang test)."""
         self._silent.set()
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> "LoopbackScriptedServer":
         self.start()
         return self
 
@@ -156,7 +166,7 @@ class ScriptedServer:
                      "compact": compact, "turn": self.turn}
             self.requests.append(entry)
             errors_before = len(self.errors)
-            if not path.endswith("/chat/completions"):
+            if not self._serves(path):
                 status, reply, sse = self._fail(f"unexpected request path {path}", 404)
             elif not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 status, reply, sse = self._fail(f"request {entry['index']}: body has no messages list", 400)
@@ -176,8 +186,7 @@ class ScriptedServer:
 
     def _fail(self, message: str, status: int = 500) -> tuple[int, Any, None]:
         self.errors.append(message)
-        return status, {"error": {"message": f"surfacecheck scripted server: {message}",
-                                  "type": "surfacecheck_script_error", "code": "script_error"}}, None
+        return status, self._error_body(f"surfacecheck scripted server: {message}"), None
 
     def _step(self, body: dict) -> tuple[int, Any, list | None]:
         if self.turn >= len(self.turns):
@@ -190,16 +199,12 @@ class ScriptedServer:
         index, self._cursor = self._cursor, self._cursor + 1
         reply = replies[index]
         if reply.get("overflow"):
-            window = (self.script.get("config") or {}).get("contextWindow", 0)
-            return 400, {"error": {
-                "message": f"This model's maximum context length is {window} tokens. However, you requested "
-                           f"more tokens. Please reduce the length of the messages.",
-                "type": "invalid_request_error", "param": None, "code": "context_length_exceeded"}}, None
+            return (*self._overflow(), None)
         if "text" in reply:
             text = str(reply["text"])
             last_text = max(i for i, r in enumerate(replies) if "text" in r)
             if turn.get("compact") and index == last_text:
-                text = f"{text} {COMPACT_MARKER}" if text else COMPACT_MARKER
+                text = f"{text} {COMPACT_MARKER}" if text else COMPACT_MARKER  # the /compact plugin's cue
             return self._stream(body, text=text, finish="stop", usage=reply.get("usage"))
         specs = reply.get("tools") or ([reply["tool"]] if "tool" in reply else None)
         if specs:
@@ -207,8 +212,8 @@ class ScriptedServer:
             for spec in specs:
                 self._calls += 1
                 chars = int(spec.get("output_chars", 0))
-                calls.append({"id": f"call-{self.turn}-{self._calls}", "name": "bash", "arguments": compact_json(
-                    {"command": tool_command(chars), "description": f"print {chars} characters"})})
+                calls.append({"id": f"call-{self.turn}-{self._calls}", "name": "bash",
+                              "arguments": compact_json(self._bash_arguments(chars))})
             return self._stream(body, calls=calls, finish="tool_calls", usage=reply.get("usage"))
         return self._fail(f"turn {self.turn} reply {index}: unknown reply {compact_json(reply)}")
 
@@ -217,10 +222,9 @@ class ScriptedServer:
         self._summary_index += 1
         spec = self.summaries[index] if index < len(self.summaries) else DEFAULT_SUMMARY
         outcome = spec.get("outcome", "text")
-        span = span_chars(body["messages"])
+        span = self._span_chars(body)
         if outcome == "failure":
-            return 500, {"error": {"message": "scripted summarizer failure", "type": "server_error",
-                                   "code": "scripted_failure"}}, None
+            return (*self._summary_failure(), None)
         if outcome == "text":
             text = spec["text"] if "text" in spec else filler(max(1, math.floor(span * float(spec.get("ratio", 0.1)))))
         elif outcome == "too-big":
@@ -234,53 +238,118 @@ class ScriptedServer:
             return self._fail(f"summary {index}: outcome {outcome!r} cannot be served over HTTP")
         return self._stream(body, text=text, finish="stop", usage=spec.get("usage"))
 
-    def _usage(self, body: dict, produced: str, fixed: Any) -> dict:
-        if fixed is not None:
-            prompt, completion = int(fixed[0]), int(fixed[1])
-        elif self.usage_mode == "fixed":
-            prompt, completion = FIXED_PROMPT_TOKENS, FIXED_COMPLETION_TOKENS
-        else:
-            units = utf16_len(compact_json(body.get("messages", []))) + utf16_len(compact_json(body.get("tools") or []))
-            prompt, completion = math.ceil(units / 4), max(1, math.ceil(utf16_len(produced) / 4))
-        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-
     def _stream(self, body: dict, *, text: str | None = None, calls: list | None = None,
                 finish: str, usage: Any = None) -> tuple[int, Any, list]:
+        """A 200 streamed reply: usage is the reply's own pair, the fixed constants, or the wire's estimate."""
+        calls = calls or []
+        produced = (text or "") + "".join(call["arguments"] for call in calls)
+        if usage is not None:
+            pair = (int(usage[0]), int(usage[1]))
+        elif self.usage_mode == "fixed":
+            pair = (FIXED_PROMPT_TOKENS, FIXED_COMPLETION_TOKENS)
+        else:
+            pair = self._realistic_usage(body, produced)
+        reply, payloads = self._message(body, text, calls, self.finish_reasons.get(finish, finish), pair)
+        return 200, reply, payloads
+
+    # -- what a wire supplies --------------------------------------------------------------------
+    def _serves(self, path: str) -> bool:
+        raise NotImplementedError
+
+    def _error_body(self, message: str) -> dict:
+        raise NotImplementedError
+
+    def _overflow(self) -> tuple[int, dict]:
+        """The HTTP error the wire's adapter classifies CONTEXT_WINDOW_EXCEEDED (spec 10.1)."""
+        raise NotImplementedError
+
+    def _summary_failure(self) -> tuple[int, dict]:
+        raise NotImplementedError
+
+    def _span_chars(self, body: dict) -> int:
+        raise NotImplementedError
+
+    def _realistic_usage(self, body: dict, produced: str) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _bash_arguments(self, chars: int) -> dict:
+        return {"command": tool_command(chars), "description": f"print {chars} characters"}
+
+    def _message(self, body: dict, text: str | None, calls: list, finish: str,
+                 usage: tuple[int, int]) -> tuple[dict, list]:
+        """One streamed assistant message: ``(reply record, SSE payloads)``."""
+        raise NotImplementedError
+
+    def _frame(self, payloads: list) -> bytes:
+        """The SSE body for ``payloads``."""
+        raise NotImplementedError
+
+
+class ScriptedServer(LoopbackScriptedServer):
+    """One scripted conversation's model endpoint (contract: ``ScriptedServer(script, wire="openai")``)."""
+
+    def __init__(self, script: Any, wire: str = "openai", record_path: str | None = None) -> None:
+        if wire != "openai":
+            raise ValueError(f"wire {wire!r} is not served here (0.1.1rc1 speaks 'openai')")
+        self.wire = wire
+        super().__init__(script, record_path)
+
+    def _serves(self, path: str) -> bool:
+        return path.endswith("/chat/completions")
+
+    def _error_body(self, message: str) -> dict:
+        return {"error": {"message": message, "type": "surfacecheck_script_error", "code": "script_error"}}
+
+    def _overflow(self) -> tuple[int, dict]:
+        window = (self.script.get("config") or {}).get("contextWindow", 0)
+        return 400, {"error": {
+            "message": f"This model's maximum context length is {window} tokens. However, you requested "
+                       f"more tokens. Please reduce the length of the messages.",
+            "type": "invalid_request_error", "param": None, "code": "context_length_exceeded"}}
+
+    def _summary_failure(self) -> tuple[int, dict]:
+        return 500, {"error": {"message": "scripted summarizer failure", "type": "server_error",
+                               "code": "scripted_failure"}}
+
+    def _span_chars(self, body: dict) -> int:
+        return span_chars(body["messages"])
+
+    def _realistic_usage(self, body: dict, produced: str) -> tuple[int, int]:
+        units = utf16_len(compact_json(body.get("messages", []))) + utf16_len(compact_json(body.get("tools") or []))
+        return math.ceil(units / 4), max(1, math.ceil(utf16_len(produced) / 4))
+
+    def _message(self, body: dict, text: str | None, calls: list, finish: str,
+                 usage: tuple[int, int]) -> tuple[dict, list]:
         base = {"id": f"chatcmpl-sc-{len(self.requests) - 1}", "object": "chat.completion.chunk",
                 "created": 0, "model": body.get("model", MODEL_ID)}
         payloads = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                           "finish_reason": None}]}]
-        produced = ""
         if text is not None:
-            produced = text
             for at in range(0, len(text), TEXT_CHUNK):
                 payloads.append({**base, "choices": [{"index": 0, "delta": {"content": text[at:at + TEXT_CHUNK]},
                                                       "finish_reason": None}]})
-        for n, call in enumerate(calls or []):
-            produced += call["arguments"]
+        for n, call in enumerate(calls):
             payloads.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{
                 "index": n, "id": call["id"], "type": "function",
                 "function": {"name": call["name"], "arguments": call["arguments"]}}]}, "finish_reason": None}]})
-        payloads.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
-                         "usage": self._usage(body, produced, usage)})
-        reply = {"text": text, "tool_calls": calls or [], "finish_reason": finish, "usage": payloads[-1]["usage"]}
-        return 200, reply, payloads
+        tokens = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": usage[0] + usage[1]}
+        payloads.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": tokens})
+        return {"text": text, "tool_calls": calls, "finish_reason": finish, "usage": tokens}, payloads
 
-
-def _redact(headers: dict) -> dict:
-    return {k: ("<redacted>" if k in ("authorization", "x-api-key") else v) for k, v in headers.items()}
+    def _frame(self, payloads: list) -> bytes:
+        return b"".join(b"data: " + compact_json(p).encode() + b"\n\n" for p in payloads) + b"data: [DONE]\n\n"
 
 
 class _Handler(BaseHTTPRequestHandler):
-    owner: ScriptedServer
+    owner: LoopbackScriptedServer
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *_args) -> None:  # keep stderr quiet: the record is the log
         pass
 
     def do_GET(self) -> None:
-        self._send_json(404, {"error": {"message": f"surfacecheck scripted server: no GET {self.path}"}})
-        self.owner.errors.append(f"unexpected GET {self.path}")
+        status, reply, _ = self.owner._fail(f"unexpected GET {self.path}", 404)
+        self._send(status, "application/json", compact_json(reply).encode())
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
@@ -291,43 +360,34 @@ class _Handler(BaseHTTPRequestHandler):
             body = raw.decode("utf-8", "replace")
         if self.path == CONTROL_PATH:
             self.owner.set_turn(int((body or {}).get("turn", 0)))
-            self._send_json(200, {"turn": self.owner.turn})
+            self._send(200, "application/json", compact_json({"turn": self.owner.turn}).encode())
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         status, reply, sse = self.owner.answer(self.path, headers, body)
         if status is None:
             self.owner._released.wait()  # accepted, never answered
             self.close_connection = True
-            return
-        if sse is None:
-            self._send_json(status, reply)
-            return
-        self.send_response(status)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        try:
-            for payload in sse:
-                self.wfile.write(b"data: " + compact_json(payload).encode() + b"\n\n")
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
+        elif sse is None:
+            self._send(status, "application/json", compact_json(reply).encode())
+        elif not self._send(status, "text/event-stream", self.owner._frame(sse), {"Cache-Control": "no-cache"}):
             self.owner.errors.append("client closed the stream early")
 
-    def _send_json(self, status: int, doc: Any) -> None:
-        data = compact_json(doc).encode()
+    def _send(self, status: int, content_type: str, data: bytes, extra: dict | None = None) -> bool:
+        """Send one whole response and close the connection; False when the client had gone."""
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
         try:
             self.wfile.write(data)
+            self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            pass
+            return False
+        return True
 
 
 def main(argv: list[str] | None = None) -> int:

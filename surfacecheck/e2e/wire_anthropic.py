@@ -9,8 +9,9 @@ max_tokens; usage) - ``message_stop``. An error body ``{"type":"error","error":{
 says "maximum context length" is classified CONTEXT_WINDOW_EXCEEDED (``isContextWindowExceededError``): the
 failure overflow recovery listens for (spec 10.1).
 
-Script semantics are the shared server's (``server.py``: per-turn replies announced on the control path,
-summaries in order, span chars, filler text); only the framing differs. Usage (spec 4.2, P = input + cache +
+Script semantics, lifecycle, record and control path are the shared ``server.LoopbackScriptedServer``'s
+(per-turn replies announced on the control path, summaries in order, span chars, filler text); only the path,
+the error bodies, span chars, usage and framing below are this wire's. Usage (spec 4.2, P = input + cache +
 output): ``"fixed"`` reports the shared constants; ``"realistic"`` reports ``input_tokens = ceil(U / 4)`` with
 ``U`` = UTF-16 length of the compact JSON of ``system`` + ``messages`` + ``tools`` (the system prompt travels
 outside ``messages`` on this wire), ``output_tokens = ceil(V / 4)`` of the produced text or tool arguments.
@@ -19,16 +20,11 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
-from .server import (COMPACT_MARKER, CONTROL_PATH, DEFAULT_SUMMARY, FIXED_COMPLETION_TOKENS, FIXED_PROMPT_TOKENS, compact_json,
-                     filler, script_json, tool_command, utf16_len)
+from .server import TEXT_CHUNK, LoopbackScriptedServer, compact_json, tool_command, utf16_len
 
 MESSAGES_PATH = "/v1/messages"
 OVERFLOW_MESSAGE = "prompt is too long: the request exceeds this model's maximum context length"
-TEXT_CHUNK = 64
 
 
 # -- framing (pure functions; unit-tested without a runtime) ---------------------------------------------------
@@ -111,200 +107,43 @@ def realistic_usage(body: dict, produced: str) -> tuple[int, int]:
 
 # -- the scripted server ---------------------------------------------------------------------------------------
 
-class AnthropicScriptedServer:
+class AnthropicScriptedServer(LoopbackScriptedServer):
     """Loopback-only Messages endpoint answering a ``surfacecheck-e2e-script/1`` script.
 
-    Same interface and record as the shared ``ScriptedServer`` (``start() -> base_url``, ``stop()``,
-    ``stop_answering()``, ``requests``, ``errors``, ``set_turn``; control path ``POST CONTROL_PATH``)."""
+    Same interface and record as the shared ``ScriptedServer`` (both are ``LoopbackScriptedServer``s:
+    ``start() -> base_url``, ``stop()``, ``stop_answering()``, ``requests``, ``errors``, ``set_turn``; control path
+    ``POST CONTROL_PATH``); only the path, bodies, usage and framing below are this wire's."""
 
     wire = "anthropic"
+    finish_reasons = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 
-    def __init__(self, script: Any) -> None:
-        self.script = script_json(script)
-        self.usage_mode = self.script.get("usage", "fixed")
-        self.turns = list(self.script.get("turns", []))
-        self.summaries = list(self.script.get("summaries", []))
-        self.requests: list[dict] = []
-        self.errors: list[str] = []
-        self.turn, self._cursor, self._calls, self._summary_index = 0, 0, 0, 0
-        self._lock = threading.Lock()
-        self._silent = threading.Event()
-        self._released = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
+    def _serves(self, path: str) -> bool:
+        return path.split("?")[0] == MESSAGES_PATH
 
-    def start(self) -> str:
-        handler = type("Handler", (_Handler,), {"owner": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, name="scripted-messages", daemon=True).start()
-        return self.base_url
+    def _error_body(self, message: str) -> dict:
+        return error_body("api_error", message)
 
-    @property
-    def base_url(self) -> str:
-        assert self._httpd is not None, "server not started"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+    def _overflow(self) -> tuple[int, dict]:
+        return overflow_error()
 
-    def stop(self) -> None:
-        self._released.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
+    def _summary_failure(self) -> tuple[int, dict]:
+        return summary_failure()
 
-    def stop_answering(self) -> None:
-        self._silent.set()
+    def _span_chars(self, body: dict) -> int:
+        return span_chars(body)
 
-    def __enter__(self) -> "AnthropicScriptedServer":
-        self.start()
-        return self
+    def _realistic_usage(self, body: dict, produced: str) -> tuple[int, int]:
+        return realistic_usage(body, produced)
 
-    def __exit__(self, *_exc) -> None:
-        self.stop()
+    def _bash_arguments(self, chars: int) -> dict:
+        return {"description": f"print {chars} characters", "command": tool_command(chars)}
 
-    def set_turn(self, turn: int) -> None:
-        with self._lock:
-            self.turn, self._cursor, self._calls = int(turn), 0, 0
-
-    def answer(self, path: str, headers: dict, body: Any) -> tuple[int, dict, list | None]:
-        """Decide the reply ``(status, reply JSON, SSE events or None)`` and record the request."""
-        with self._lock:
-            compact = headers.get("x-deepseek-harness-compact") == "1"
-            entry = {"index": len(self.requests), "path": path, "headers": _redact(headers), "body": body,
-                     "compact": compact, "turn": self.turn}
-            self.requests.append(entry)
-            if path.split("?")[0] != MESSAGES_PATH:
-                status, reply, events = self._fail(f"unexpected request path {path}", 404)
-            elif not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                status, reply, events = self._fail(f"request {entry['index']}: body has no messages list", 400)
-            elif compact:
-                status, reply, events = self._summary(body)
-            else:
-                status, reply, events = self._step(body)
-            entry["reply"], entry["status"] = reply, status
-            return status, reply, events
-
-    def _fail(self, message: str, status: int = 500) -> tuple[int, dict, None]:
-        self.errors.append(message)
-        return status, error_body("api_error", f"surfacecheck scripted server: {message}"), None
-
-    def _step(self, body: dict):
-        if self.turn >= len(self.turns):
-            return self._fail(f"request for turn {self.turn}, but the script has {len(self.turns)} turns")
-        replies = self.turns[self.turn].get("replies", [])
-        if self._cursor >= len(replies):
-            return self._fail(f"script exhausted: turn {self.turn} has {len(replies)} replies, "
-                              f"request {len(self.requests) - 1} asked for reply {self._cursor + 1}")
-        reply = replies[self._cursor]
-        self._cursor += 1
-        if reply.get("overflow"):
-            status, err = overflow_error()
-            return status, err, None
-        if "text" in reply:
-            text = str(reply["text"])
-            last_text = max(i for i, r in enumerate(replies) if "text" in r)
-            if self.turns[self.turn].get("compact") and self._cursor - 1 == last_text:
-                text = f"{text} {COMPACT_MARKER}" if text else COMPACT_MARKER  # the /compact plugin's cue
-            return self._stream(body, text=text, stop="end_turn", usage=reply.get("usage"))
-        specs = reply.get("tools") or ([reply["tool"]] if "tool" in reply else None)
-        if specs:
-            calls = []
-            for spec in specs:
-                self._calls += 1
-                chars = int(spec.get("output_chars", 0))
-                calls.append({"id": f"call-{self.turn}-{self._calls}", "name": "bash", "arguments": compact_json(
-                    {"description": f"print {chars} characters", "command": tool_command(chars)})})
-            return self._stream(body, calls=calls, stop="tool_use", usage=reply.get("usage"))
-        return self._fail(f"turn {self.turn}: unknown reply {compact_json(reply)}")
-
-    def _summary(self, body: dict):
-        index, self._summary_index = self._summary_index, self._summary_index + 1
-        spec = self.summaries[index] if index < len(self.summaries) else DEFAULT_SUMMARY
-        outcome, span = spec.get("outcome", "text"), span_chars(body)
-        if outcome == "failure":
-            status, err = summary_failure()
-            return status, err, None
-        ratio_text = filler(max(1, math.floor(span * float(spec.get("ratio", 0.1)))))
-        if outcome == "text":
-            return self._stream(body, text=spec.get("text", ratio_text), stop="end_turn", usage=spec.get("usage"))
-        if outcome == "too-big":
-            return self._stream(body, text=filler(2 * span + 64), stop="end_turn", usage=spec.get("usage"))
-        if outcome == "empty":
-            return self._stream(body, text=" ", stop="end_turn", usage=spec.get("usage"))
-        if outcome == "truncated":
-            return self._stream(body, text=spec.get("text") or ratio_text, stop="max_tokens", usage=spec.get("usage"))
-        return self._fail(f"summary {index}: outcome {outcome!r} cannot be served over HTTP")
-
-    def _stream(self, body: dict, *, text: str | None = None, calls: list | None = None, stop: str,
-                usage: Any = None):
-        produced = (text or "") + "".join(c["arguments"] for c in calls or [])
-        if usage is not None:
-            pair = (int(usage[0]), int(usage[1]))
-        elif self.usage_mode == "realistic":
-            pair = realistic_usage(body, produced)
-        else:
-            pair = (FIXED_PROMPT_TOKENS, FIXED_COMPLETION_TOKENS)
-        events = message_events(text=text, calls=calls, stop_reason=stop, usage=pair,
+    def _message(self, body: dict, text: str | None, calls: list, finish: str,
+                 usage: tuple[int, int]) -> tuple[dict, list]:
+        events = message_events(text=text, calls=calls, stop_reason=finish, usage=usage,
                                 model=str(body.get("model", "scripted")), msg_id=f"msg-sc-{len(self.requests) - 1}")
-        reply = {"text": text, "tool_calls": calls or [], "stop_reason": stop,
-                 "usage": {"input_tokens": pair[0], "output_tokens": pair[1]}}
-        return 200, reply, events
+        return {"text": text, "tool_calls": calls, "stop_reason": finish,
+                "usage": {"input_tokens": usage[0], "output_tokens": usage[1]}}, events
 
-
-def _redact(headers: dict) -> dict:
-    return {k: ("<redacted>" if k in ("authorization", "x-api-key") else v) for k, v in headers.items()}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    owner: AnthropicScriptedServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *_args) -> None:  # the record is the log
-        pass
-
-    def do_GET(self) -> None:
-        self.owner.errors.append(f"unexpected GET {self.path}")
-        self._send_json(404, error_body("not_found_error", f"no GET {self.path}"))
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode("utf-8", "replace")
-        if self.path == CONTROL_PATH:
-            self.owner.set_turn(int((body or {}).get("turn", 0)))
-            self._send_json(200, {"turn": self.owner.turn})
-            return
-        status, reply, events = self.owner.answer(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-        if self.owner._silent.is_set():
-            self.owner._released.wait()  # accepted, never answered
-            self.close_connection = True
-            return
-        if events is None:
-            self._send_json(status, reply)
-            return
-        data = sse(events)
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        try:
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            self.owner.errors.append("client closed the stream early")
-
-    def _send_json(self, status: int, doc: Any) -> None:
-        data = compact_json(doc).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        try:
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+    def _frame(self, payloads: list) -> bytes:
+        return sse(payloads)
