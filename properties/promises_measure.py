@@ -14,22 +14,16 @@ from __future__ import annotations
 
 from properties.invariants import _concurrent_replace, replacements
 from properties.monitors import register
+from properties.promises import SHRINK_FLOOR, _ok  # the shrink floor (spec 8.2, §15 G7); a result that is no refusal
 from surfacecheck.trace import Step, Violation
 
 from model.estimate import canonical_header, estimate_header
 from model.meter import usage_tokens  # spec 4.2 P: input + cacheRead + cacheWrite + output
 
-SHRINK_FLOOR = 103
-"""Checkpoint framing 98 + the smallest summary block 5 (spec 8.2 steps 9-10, §15 G7): the smallest price a
-span must exceed to be compactable at all."""
 RUNTIME_OPS = frozenset({"prune", "compact", "pre_step", "request_error", "manual_compact"})
 PRUNING_OPS = frozenset({"prune", "pre_step", "request_error"})
 DECIDED = frozenset({"noop", "pruned", "compacted"})
 """``pre_step`` kinds where the pressure listener reached its threshold decision (spec 9.2 steps 8-11)."""
-
-
-def _ok(result) -> bool:
-    return isinstance(result, dict) and "error" not in result and "__crash__" not in result
 
 
 def _event(step: Step) -> dict:
@@ -70,6 +64,25 @@ class _Envelope:
             except Exception:  # noqa: BLE001 - a header dsh cannot read: the runtime refuses it elsewhere
                 return
             self.routed = True
+
+
+class _Routed:
+    """Base of a monitor judging one op of a routed session: ``observe`` tracks the envelope and hands
+    ``check(number, step, result, query, (total, prices))`` only a successful ``judged`` op once a header is
+    logged and the surface is measured."""
+
+    name: str
+    judged: str  # the op this monitor judges
+
+    def __init__(self) -> None:
+        self.envelope = _Envelope()
+
+    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
+        self.envelope.track(step, result)
+        if step.op != self.judged or not _ok(result) or not self.envelope.routed:
+            return None
+        measured = _measure(query)
+        return None if measured is None else self.check(number, step, result, query, measured)
 
 
 def _entered(step: Step, result: dict) -> int:
@@ -184,18 +197,12 @@ class ProjectionNonnegative:
 @register("promise-measure-conservative", section="seed S4.a-b; spec 4.3, 9.2, 13; §15 G13", level="policy",
           description="PROMISE: the measurement a pre-step's pressure decision uses is never below the price of "
                       "the request that step sends (dsh: the entering batch is invisible at pre-step)")
-class MeasureConservative:
+class MeasureConservative(_Routed):
     name = "promise-measure-conservative"
+    judged = "pre_step"
 
-    def __init__(self) -> None:
-        self.envelope = _Envelope()
-
-    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
-        self.envelope.track(step, result)
-        if step.op != "pre_step" or not _ok(result) or result.get("kind") not in DECIDED:
-            return None
-        measured = _measure(query)
-        if measured is None or not self.envelope.routed:
+    def check(self, number: int, step: Step, result: dict, query, measured: tuple[int, list[int]]) -> Violation | None:
+        if result.get("kind") not in DECIDED:
             return None
         total, prices = measured
         k = _entered(step, result)
@@ -251,12 +258,12 @@ class _Anchor:
         return measured
 
 
-@register("promise-measure-tight", section="seed §3; spec 4.2-4.3; §15 G9a", level="log",
-          description="PROMISE: measure() exceeds the price of the request it describes by at most what the "
-                      "provider itself reported beyond the heuristic (dsh: a usage anchor counts the anchor "
-                      "step's entered messages twice)")
-class MeasureTight:
-    name = "promise-measure-tight"
+class _Anchored:
+    """Base of a monitor comparing measure() with the request it describes: ``observe`` tracks the anchor and
+    hands ``check(number, step, result, total, price)`` the measured total and the request's price (the logged
+    header's plus the surface's)."""
+
+    name: str
 
     def __init__(self) -> None:
         self.anchor = _Anchor()
@@ -266,7 +273,17 @@ class MeasureTight:
         if measured is None:
             return None
         total, prices = measured
-        price = self.anchor.envelope.header_price + sum(prices)
+        return self.check(number, step, result, total, self.anchor.envelope.header_price + sum(prices))
+
+
+@register("promise-measure-tight", section="seed §3; spec 4.2-4.3; §15 G9a", level="log",
+          description="PROMISE: measure() exceeds the price of the request it describes by at most what the "
+                      "provider itself reported beyond the heuristic (dsh: a usage anchor counts the anchor "
+                      "step's entered messages twice)")
+class MeasureTight(_Anchored):
+    name = "promise-measure-tight"
+
+    def check(self, number: int, step: Step, result: dict, total: int, price: int) -> Violation | None:
         allowed = max(0, self.anchor.excess) if self.anchor.usage is not None else 0
         if total - price > allowed:
             return Violation(self.name, f"after {step.op}: measure() says {total} tokens for a request priced "
@@ -278,19 +295,14 @@ class MeasureTight:
 @register("promise-measure-slack-bounded", section="seed §3; spec 4.2-4.3; §15 G9a", level="log",
           description="the established bound: 0 <= measure() - request price <= max(0, provider excess) + "
                       "max(0, batch entered in the anchor step before its request) (holds on dsh)")
-class MeasureSlackBounded:
+class MeasureSlackBounded(_Anchored):
     name = "promise-measure-slack-bounded"
 
     def __init__(self) -> None:
-        self.anchor = _Anchor()
+        super().__init__()
         self.largest = 0  # the largest slack seen (read by the tests to report the observed figure)
 
-    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
-        measured = self.anchor.track(step, result, query)
-        if measured is None:
-            return None
-        total, prices = measured
-        price = self.anchor.envelope.header_price + sum(prices)
+    def check(self, number: int, step: Step, result: dict, total: int, price: int) -> Violation | None:
         a = self.anchor
         bound = max(0, a.excess) + max(0, a.entered) if a.usage is not None else 0
         self.largest = max(self.largest, total - price)
@@ -303,23 +315,19 @@ class MeasureSlackBounded:
 @register("promise-measure-covers-usage", section="seed §3; spec 4.2-4.3, 10.3; §15 G9b, G19", level="log",
           description="PROMISE: right after an assistant/message whose provider usage is P, measure() is at least "
                       "P (dsh: after an in-step overflow compaction the stale stepStart under-counts)")
-class MeasureCoversUsage:
+class MeasureCoversUsage(_Anchored):
     name = "promise-measure-covers-usage"
 
-    def __init__(self) -> None:
-        self.anchor = _Anchor()
-
-    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
-        measured = self.anchor.track(step, result, query)
+    def check(self, number: int, step: Step, result: dict, total: int, price: int) -> Violation | None:
         event = _event(step)
-        if measured is None or event.get("type") != "assistant/message" or not _ok(result) \
+        if event.get("type") != "assistant/message" or not _ok(result) \
                 or not isinstance(_data(event).get("usage"), dict) or not self.anchor.envelope.routed:
             return None
         p = usage_tokens(_data(event)["usage"])
-        if measured[0] < p:
+        if total < p:
             return Violation(self.name, f"the provider just reported {p} tokens for this request and its answer, "
-                                        f"but measure() says {measured[0]} ({p - measured[0]} under)", number,
-                             f">= {p}", measured[0])
+                                        f"but measure() says {total} ({p - total} under)", number,
+                             f">= {p}", total)
         return None
 
 
@@ -370,21 +378,15 @@ def _user(data: dict) -> bool:
 @register("promise-span-compactable", section="seed §6, §12; spec 7 steps 3-4, 10.2; §15 G5, D12", level="policy",
           description="PROMISE: when a request overflows, a surface priced above the shrink floor has a "
                       "compactable range (dsh: the newest node and a lone tool unit are indivisible)")
-class SpanCompactable:
+class SpanCompactable(_Routed):
     name = "promise-span-compactable"
+    judged = "request_error"
 
-    def __init__(self) -> None:
-        self.envelope = _Envelope()
-
-    def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
-        self.envelope.track(step, result)
-        if step.op != "request_error" or not _ok(result) or not self.envelope.routed:
-            return None
+    def check(self, number: int, step: Step, result: dict, query, measured: tuple[int, list[int]]) -> Violation | None:
         if result.get("kind") == "retry" or "compaction/start" in (result.get("appended") or []):
             return None
-        measured = _measure(query)
         span = query("select_range", {"retain_tokens": 0})
-        if measured is None or not _ok(span) or span.get("range") is not None:
+        if not _ok(span) or span.get("range") is not None:
             return None
         surface = sum(measured[1])
         if surface > SHRINK_FLOOR:

@@ -403,10 +403,8 @@ def test_other_release_reports_drift_findings(fake, monkeypatch, tmp_path, capsy
 
 def test_real_runtime_killed_mid_run_is_exit_3(monkeypatch, tmp_path, capsys):
     """The CLI's verdict when the real runtime executable is killed after its third model request."""
-    import signal
-    import time
-
-    from surfacecheck.e2e.runner import descendants, run_script
+    from e2e_helpers import kill_runtime_after
+    from surfacecheck.e2e.runner import run_script
     from surfacecheck.e2e.script import seed_dir
     from surfacecheck.e2e.server import ScriptedServer
     from surfacecheck.e2e.stage import sdk_installed
@@ -417,15 +415,9 @@ def test_real_runtime_killed_mid_run_is_exit_3(monkeypatch, tmp_path, capsys):
     def execute(script, *, runtime, keep_dir, timeout):
         server = ScriptedServer(script)
         server.start()
-
-        def kill_runtime(proc):
-            while proc.poll() is None and len(server.requests) < 3:
-                time.sleep(0.01)
-            for pid in descendants(proc.pid):
-                if "dsh-jsonrpc-agent" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
-                    os.kill(pid, signal.SIGKILL)
         try:
-            return run_script(script, keep_dir=keep_dir, timeout=60, server=server, on_spawn=kill_runtime)
+            return run_script(script, keep_dir=keep_dir, timeout=60, server=server,
+                              on_spawn=kill_runtime_after(server, 3))
         finally:
             server.stop()
 

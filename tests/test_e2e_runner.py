@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -27,6 +26,8 @@ from surfacecheck.e2e import config as cordis
 from surfacecheck.e2e.runner import (RuntimeFailed, RuntimeNotInstalled, descendants, outside_loopback,
                                      run_script)
 from surfacecheck.e2e.server import ScriptedServer
+
+from e2e_helpers import kill_runtime_after
 
 HAVE_SDK = importlib.util.find_spec("deepseek_harness") is not None
 real = pytest.mark.skipif(not HAVE_SDK and not os.environ.get("CI"),
@@ -279,16 +280,9 @@ def test_killed_runtime_is_a_runtime_failure(tmp_path):
     script = four_paths(name="killed")
     server = ScriptedServer(script)
     server.start()
-
-    def kill_runtime(proc):
-        while proc.poll() is None and len(server.requests) < 3:
-            time.sleep(0.01)
-        for pid in descendants(proc.pid):
-            if "dsh-jsonrpc-agent" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
-                os.kill(pid, signal.SIGKILL)
     try:
         with pytest.raises(RuntimeFailed) as failure:
-            run_script(script, keep_dir=tmp_path, timeout=60, server=server, on_spawn=kill_runtime)
+            run_script(script, keep_dir=tmp_path, timeout=60, server=server, on_spawn=kill_runtime_after(server, 3))
     finally:
         server.stop()
     assert str(failure.value).startswith("runtime failed: the runtime executable was killed by signal 9")

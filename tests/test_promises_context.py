@@ -51,54 +51,30 @@ def test_witness_breaks_its_promise_on_both_runtimes(finding, runtime):
 
 
 # -- the quirk patched out of the model: each witness then holds (patches: tests/quirk_patches.py) -----
-def test_g3_patched_restore_matches_live(monkeypatch):
-    """G3 fix: the constructor restores what the live rule would hold: the NEWEST owned snapshot, kept only
-    while it is still on the surface (never an older visible one)."""
-    finding = "G3-resume-restores-older-snapshot"
+PATCHED = [
+    # G3: the constructor restores what the live rule would hold: the NEWEST owned snapshot, kept only while it is
+    # still on the surface (never an older visible one)
+    ("G3-resume-restores-older-snapshot", quirk_patches.resume_restores_the_newest_snapshot),
+    # G2, the retry path (spec 10.3 "not re-done: runtime-context projection"): before a same-step retry the
+    # runtime projects the current context again and enters the candidate
+    ("G2-overflow-retries-widen-context-window", quirk_patches.retry_reprojects_runtime_context),
+    # G18: live append applies the seed's message-shape check, so what it accepts reloads
+    ("G18-live-log-fails-reload", quirk_patches.append_checks_message_shape),
+    # G15: the warned set is keyed by target AND cause, so each configuration error is logged once
+    ("G15-warn-once-key-collision", quirk_patches.warn_once_per_cause),
+    # G10: `tokenUsage` also folds `compaction/summary.usage` (a separate bucket would do as well)
+    ("G10-compaction-usage-unbilled", quirk_patches.usage_counts_compaction),
+    # G17: a replace meeting a claim for another range expires the stale claim and folds as an unclaimed replace
+    # instead of throwing inside the contained listener
+    ("G17-dangling-prune-claim", quirk_patches.mismatched_claim_expires),
+]
+
+
+@pytest.mark.parametrize("finding, patch", PATCHED, ids=[finding for finding, _ in PATCHED])
+def test_patched_quirk_makes_the_witness_hold(finding, patch, monkeypatch):
+    """Each fix above, patched into the model, makes its witness hold (it breaks the promise unpatched)."""
     assert not _model_holds(finding)
-    quirk_patches.resume_restores_the_newest_snapshot(monkeypatch)
-    assert _model_holds(finding)
-
-
-def test_g2_patched_retry_reprojects_runtime_context(monkeypatch):
-    """G2 fix for the retry path (spec 10.3 "not re-done: runtime-context projection"): before a same-step
-    retry the runtime projects the current context again and enters the candidate."""
-    finding = "G2-overflow-retries-widen-context-window"
-    assert not _model_holds(finding)
-    quirk_patches.retry_reprojects_runtime_context(monkeypatch)
-    assert _model_holds(finding)
-
-
-def test_g18_patched_append_checks_message_shape(monkeypatch):
-    """G18 fix: live append applies the seed's message-shape check, so what it accepts reloads."""
-    finding = "G18-live-log-fails-reload"
-    assert not _model_holds(finding)
-    quirk_patches.append_checks_message_shape(monkeypatch)
-    assert _model_holds(finding)
-
-
-def test_g15_patched_warn_once_per_cause(monkeypatch):
-    """G15 fix: the warned set is keyed by target AND cause, so each configuration error is logged once."""
-    finding = "G15-warn-once-key-collision"
-    assert not _model_holds(finding)
-    quirk_patches.warn_once_per_cause(monkeypatch)
-    assert _model_holds(finding)
-
-
-def test_g10_patched_usage_counts_compaction(monkeypatch):
-    """G10 fix: `tokenUsage` also folds `compaction/summary.usage` (a separate bucket would do as well)."""
-    finding = "G10-compaction-usage-unbilled"
-    assert not _model_holds(finding)
-    quirk_patches.usage_counts_compaction(monkeypatch)
-    assert _model_holds(finding)
-
-
-def test_g17_patched_mismatched_claim_expires(monkeypatch):
-    """G17 fix: a replace meeting a claim for another range expires the stale claim and folds as an
-    unclaimed replace instead of throwing inside the contained listener."""
-    finding = "G17-dangling-prune-claim"
-    assert not _model_holds(finding)
-    quirk_patches.mismatched_claim_expires(monkeypatch)
+    patch(monkeypatch)
     assert _model_holds(finding)
 
 

@@ -19,7 +19,7 @@ import quirk_patches
 from properties.monitors import all_monitors, lookup
 from properties.promises_measure import HOLDING, PROMISES, PairingById, PressureUpdateConstant
 from surfacecheck.findings import witness
-from surfacecheck.findings.search import first_violation, wire
+from surfacecheck.findings.search import _one_run, first_violation, wire
 from surfacecheck.findings.witness_measure import BUILDERS
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.select import open_runtime
@@ -167,29 +167,9 @@ def test_holding_promises_hold_over_the_explorer():
     assert largest == 0  # the world's provider reports under the heuristic: estimated anchors, measure() exact
 
 
-def _hypothesis_run(level: str, names: tuple[str, ...], examples: int, seed: int = 0):
-    from hypothesis import HealthCheck, Phase, settings
-    from hypothesis.reporting import with_reporter
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from properties.stateful.base import LockstepFailure, RunContext, bind
-    from surfacecheck.verify.runner import MACHINES, hypothesis_seed, monitors_for
-
-    context = RunContext(ModelRuntime(), None, monitors_for(level) + names)
-    machine = hypothesis_seed(seed)(bind(MACHINES[level], context))
-    config = settings(max_examples=examples, stateful_step_count=25, deadline=None, database=None,
-                      suppress_health_check=list(HealthCheck), phases=(Phase.generate,), print_blob=False)
-    try:
-        with with_reporter(lambda _text: None):
-            run_state_machine_as_test(machine, settings=config)
-    except LockstepFailure:
-        pass
-    return context.failure, context.examples
-
-
 @pytest.mark.parametrize("level", ["log", "compaction", "policy"])
 def test_holding_promises_hold_over_hypothesis(level):
-    failure, examples = _hypothesis_run(level, EXPLORED, examples=50)
+    failure, examples, _steps = _one_run(level, list(EXPLORED), seed=0, examples=50)
     assert failure is None, failure[1] if failure else None
     assert examples >= 50
 
