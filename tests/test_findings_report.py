@@ -13,7 +13,8 @@ from properties.monitors import all_monitors
 from reports.findings_report import draw_trace, render, write_report
 from surfacecheck.findings import registry
 from surfacecheck.findings.cli import explore_bounds
-from surfacecheck.findings.run import PROOFS, run_findings
+from surfacecheck.findings.evidence import PROOFS
+from surfacecheck.findings.run import run_findings
 from surfacecheck.findings.search import EXPLORE_BOUNDS, explore_search, promise_names
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.trace import read_trace
@@ -234,12 +235,13 @@ def test_the_meter_fold_breaks_the_cost_promise_in_the_cost_model(witnesses_only
 def test_a_constant_meter_fold_would_keep_the_cost_promise(monkeypatch):
     """Negative control: were dsh's meter fold incremental (1 cell per append), the promise would hold, and a
     measured promise fails only under --strict."""
+    from surfacecheck.findings import evidence
     from surfacecheck.findings import run as run_module
 
-    cost = run_module.cost_evidence("promise-pressure-update-constant")
-    monkeypatch.setitem(run_module.COST_PATHS, "promise-pressure-update-constant",
+    cost = evidence.cost_evidence("promise-pressure-update-constant")
+    monkeypatch.setitem(evidence.COST_PATHS, "promise-pressure-update-constant",
                         [("model-projection", "projection"), ("incremental", "an in-place meter fold")])
-    fixed = run_module.cost_evidence("promise-pressure-update-constant")
+    fixed = evidence.cost_evidence("promise-pressure-update-constant")
     assert {c["growth"] for c in fixed} == {"constant"} and {c["growth"] for c in cost} == {"constant", "linear"}
     report = run_module.run_findings(search_seconds=0, scan=False, explore_bounds=None, trace_dir=None)
     assert {p["name"]: p["status"] for p in report.promises}["promise-pressure-update-constant"] == "held"

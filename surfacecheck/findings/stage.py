@@ -8,7 +8,8 @@ from reports.junit import Outcome, TestCase
 
 from ..stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
 from .registry import RegistryError
-from .run import SEARCH_SECONDS, FindingsReport, run_findings, summary
+from .evidence import summary
+from .run import SEARCH_SECONDS, FindingsReport, run_findings
 from .search import EXPLORE_BOUNDS
 
 CLASSNAME = "surfacecheck.findings"
