@@ -21,7 +21,10 @@ temp folder; then its session log is
       retry, /compact's result; every difference names the first seq where they part;
   (c) on a difference or an audit error, kept as a counterexample bundle (script.json,
       session.jsonl, requests.jsonl, differences.json, audit.json, trace.jsonl) that
-      'surfacecheck replay BUNDLE' or 'surfacecheck e2e dsh --script BUNDLE' re-runs.
+      'surfacecheck replay BUNDLE' or 'surfacecheck e2e dsh --script BUNDLE' re-runs;
+  (d) scanned with every promise monitor (promise-*, the log scan of 'surfacecheck findings'):
+      a violation of a promise registered in properties/findings.json is a known finding about
+      dsh, named by its id (informational); any other is NEW (exit 1). --no-findings skips it.
 Scripts: --script FILE (a script, a folder of scripts, or a bundle; repeatable), --generate N
 (Hypothesis draws N scripts from --seed; the first failing one is shrunk to a short script), or by
 default the seed scenarios in scenarios/e2e/*.json.
@@ -31,7 +34,8 @@ Paths reported per script with their seqs: {', '.join(PATHS[:3])},
 EPILOG = f"""\
 exit codes:
   0  every script ran, its log audited clean and the runtime agreed with the model
-  1  a difference with the model or an audit error (a bundle is kept for each)
+  1  a difference with the model or an audit error (a bundle is kept for each), or a NEW finding
+     (a promise-* violation on a real log that properties/findings.json does not register)
   2  bad usage or a bad script file (printed as PATH: reason)
   3  inconclusive: the runtime could not be run ({INSTALL_HINT.split(':')[0]}), crashed, hung or timed out
 """
@@ -70,6 +74,9 @@ def register(commands) -> None:
     p.add_argument("--trace-connect", action="store_true",
                    help="record every connect() of the runtime and its tools (strace -f); any address outside "
                         "loopback is reported per script under network.outside_loopback")
+    p.add_argument("--no-findings", action="store_true",
+                   help="do not scan the runtime's logs with the promise monitors (known findings are "
+                        "informational; a NEW one exits 1)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.set_defaults(func=run_dsh_command)
 
@@ -142,6 +149,11 @@ def human(report: E2EReport) -> str:
         for f in o.audit.get("findings", []):
             if f.get("severity") == "error":
                 lines.append(f"      audit {f['rule']} seq {f.get('seq')}: {f.get('message', '')}")
+        for f in o.findings or ():
+            lines.append(f"      {'finding ' + f['id'] if f['id'] else 'NEW finding'} ({f['class']}) {f['promise']} "
+                         f"seq {f['seq']}: {f['message']}")
+        if o.findings_note:
+            lines.append(f"      {o.findings_note}")
         if o.bundle:
             lines.append(f"      bundle: {o.bundle}  (surfacecheck replay {o.bundle})")
     t, c = report.totals(), report.coverage()
@@ -153,6 +165,7 @@ def human(report: E2EReport) -> str:
                  f"{c['manual_compacts']} /compact, {c['summaries_failed']} summaries failed"
                  + ("" if c["all_four_paths"] or not c["scripts_run"] or report.mode not in ("seeds", "generate") else
                     f"; NOT exercised: {', '.join(p for p in FOUR_PATHS if not c['paths'][p])}"))
+    lines += findings_lines(report)
     if report.shrunk:
         s = report.shrunk
         lines.append(f"shrunk {s['from']} in {s.get('runs')} runs: " + (
@@ -162,6 +175,20 @@ def human(report: E2EReport) -> str:
         lines.append(f"inconclusive: {report.error}")
     lines.append(f"verdict: {report.verdict} (exit {report.exit_code})")
     return "\n".join(lines) + "\n"
+
+
+def findings_lines(report: E2EReport) -> list[str]:
+    """The promise findings of every scanned log: the known ids with their scripts, then each NEW one."""
+    f = report.findings_summary()
+    if not f["scanned"]:
+        return []
+    known = "; ".join(f"{i} (scripts {', '.join(names)})" for i, names in f["reproduced"].items())
+    lines = [f"findings reproduced on the real dsh: {known or 'none'} ({f['scanned']} logs scanned; known "
+             "findings are informational)"]
+    for n in f["new"]:
+        lines.append(f"NEW finding on the real dsh: {n['promise']} in {n['script']} at seq {n['seq']}: {n['message']} "
+                     "(not in properties/findings.json: exit 1)")
+    return lines
 
 
 def _emit(args, report: E2EReport) -> int:
@@ -180,7 +207,8 @@ def run_dsh_command(args) -> int:
     network = {k: True for k, on in (("isolate_network", args.isolate_network), ("trace_connect", args.trace_connect)) if on}
     options = Options(runtime=args.runtime_version, keep=Path(args.keep) if args.keep else None, python=args.python,
                       network=network,
-                      bundle_dir=Path(args.bundle_dir), timeout=args.timeout, err=sys.stderr, command=command)
+                      bundle_dir=Path(args.bundle_dir), timeout=args.timeout, err=sys.stderr, command=command,
+                      findings=not args.no_findings)
     progress = (lambda items: _progress(items, sys.stderr))
     try:
         if args.generate is not None:

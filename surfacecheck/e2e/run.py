@@ -5,13 +5,17 @@ Per script: (a) :func:`execute` runs it (``runner.run_script``: scripted server 
 runtime in a throwaway home); (b) the session log is audited (``surfacecheck.audit``, the script's
 ``RuntimePolicy``): zero error findings expected; (c) :func:`judge` predicts the model's decisions
 for the same conversation and lists every difference with the first seq where they part;
-(d) :func:`exercised` names the compaction paths the log shows and at which seqs. A difference or
+(d) :func:`exercised` names the compaction paths the log shows and at which seqs; (e) :func:`scan_findings`
+appends the log through the model with every ``promise-*`` monitor watching (``surfacecheck findings``'
+own log scan) and classes each violation against ``properties/findings.json``: a registered promise is
+a *known* finding (its id; informational), any other is NEW (exit 1, as ``surfacecheck findings``). A difference or
 an audit error keeps a counterexample bundle (:mod:`.bundle`). A runtime that is not installed,
 crashed, hung or timed out makes the script inconclusive: never a pass. Violation beats
 inconclusive beats agreement, as in ``check``.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
@@ -68,6 +72,8 @@ class ScriptOutcome:
     compacts: int = 0
     not_installed: bool = False
     connects: dict | None = None  # --trace-connect / --isolate-network evidence that nothing left loopback
+    findings: list[dict] | None = None  # promise violations on the runtime's log (None: not scanned)
+    findings_note: str = ""  # why the log was not scanned, when it was not
 
     def to_json(self) -> dict:
         return {"name": self.name, "source": self.source, "verdict": self.verdict, "message": self.message,
@@ -76,7 +82,8 @@ class ScriptOutcome:
                           "findings": [f for f in self.audit.get("findings", []) if f.get("severity") == "error"]},
                 "differences": self.differences, "seconds": self.seconds, "bundle": self.bundle,
                 "run_dir": self.run_dir, "turns": self.turns, "tool_calls": self.tool_calls,
-                "overflows": self.overflows, "compacts": self.compacts, "network": self.connects}
+                "overflows": self.overflows, "compacts": self.compacts, "network": self.connects,
+                "findings": self.findings, "findings_note": self.findings_note or None}
 
 
 @dataclass
@@ -93,7 +100,7 @@ class E2EReport:
     @property
     def verdict(self) -> str:
         verdicts = [o.verdict for o in self.scripts]
-        if DIFFERED in verdicts:
+        if DIFFERED in verdicts or self.findings_summary()["new"]:
             return "violated"
         if INCONCLUSIVE in verdicts or self.error or not verdicts:
             return "inconclusive"
@@ -125,11 +132,29 @@ class E2EReport:
                 "manual_compacts": sum(o.compacts for o in ran),
                 "summaries_failed": sum(len(o.paths.get("summary-failed", [])) for o in ran)}
 
+    def findings_summary(self) -> dict:
+        """The promise findings over every scanned log: ``reproduced`` {known id: [scripts]} (informational),
+        ``new`` [{promise, script, seq, message}] (a violation: exit 1), ``scanned``/``not_scanned`` logs."""
+        reproduced: dict[str, list[str]] = {}
+        new: list[dict] = []
+        scanned = [o for o in self.scripts if o.findings is not None]
+        for o in scanned:
+            for f in o.findings:
+                if f["status"] == "known":
+                    names = reproduced.setdefault(f["id"], [])
+                    if o.name not in names:
+                        names.append(o.name)
+                else:
+                    new.append({"promise": f["promise"], "script": o.name, "seq": f["seq"], "step": f["step"],
+                                "message": f["message"]})
+        return {"scanned": len(scanned), "not_scanned": sum(1 for o in self.scripts if o.findings_note),
+                "reproduced": dict(sorted(reproduced.items())), "new": new}
+
     def to_json(self) -> dict:
         return {"command": "e2e dsh", "mode": self.mode, "runtime": self.runtime, "seed": self.seed,
                 "verdict": self.verdict, "exit_code": self.exit_code, "error": self.error,
                 "scripts": [o.to_json() for o in self.scripts], "totals": self.totals(),
-                "coverage": self.coverage(), "shrunk": self.shrunk}
+                "coverage": self.coverage(), "findings": self.findings_summary(), "shrunk": self.shrunk}
 
 
 # -- the other helpers' modules, resolved lazily (tests replace these four functions) ------------------
@@ -175,6 +200,32 @@ def audit_run(script, run) -> dict:
             "events": log.events, "generation": log.generation, "findings": findings}
 
 
+_SEQ = re.compile(r" seq (\d+):")
+
+
+def scan_findings(log_path, source: str = "e2e", registry_path=None) -> list[dict]:
+    """The log appended event by event through the model with every promise watching
+    (:func:`surfacecheck.findings.search.scan_logs`, the scan of ``surfacecheck findings``), each
+    promise's first violation classed as ``surfacecheck findings`` does (``registry.match`` by promise):
+    ``{id, promise, seq, step, message, class, status}``; ``id`` None and class/status ``new`` when the
+    promise has no registered finding. Raises what the log reader raises on a log it cannot read."""
+    from surfacecheck.findings import registry
+    from surfacecheck.findings.search import scan_logs
+
+    entries = registry.load(registry_path)
+    found, _logs = scan_logs([(source, Path(log_path))])
+    rows = []
+    for d in found:
+        entry = registry.match(entries, d.promise)
+        step = d.violation.step
+        note = d.steps[step - 1].label if isinstance(step, int) and 0 < step <= len(d.steps) else ""
+        seq = _SEQ.search(note or "")
+        rows.append({"id": entry.id if entry else None, "promise": d.promise,
+                     "seq": int(seq.group(1)) if seq else None, "step": step, "message": d.violation.message,
+                     "class": entry.klass if entry else "new", "status": "known" if entry else "new"})
+    return sorted(rows, key=lambda r: (r["seq"] is None, r["seq"] or 0, r["promise"]))
+
+
 def policy_of(script):
     """The script's ``RuntimePolicy`` (H8b's ``Config.policy()``)."""
     return script.config.policy()
@@ -204,6 +255,8 @@ class Options:
     timeout: float = 180.0
     err: Any = field(default_factory=lambda: sys.stderr)
     command: str = "surfacecheck e2e dsh"
+    findings: bool = True  # scan each run's log with the promise monitors (--no-findings: off)
+    registry: Path | None = None  # the findings registry (default properties/findings.json)
 
 
 def script_json(script) -> dict:
@@ -252,6 +305,8 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
             outcome.paths = exercised(list(run.events))
             outcome.audit = audit_run(script, run)
             outcome.differences = judge(script, run)
+            if options.findings:
+                find_on(outcome, run, options)
         except Exception as exc:  # noqa: BLE001 - a suite bug is inconclusive, never a pass or a traceback
             outcome.verdict = INCONCLUSIVE
             outcome.message = f"the suite could not judge this run: {type(exc).__name__}: {exc}"
@@ -271,6 +326,22 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
         outcome.seconds = round(time.perf_counter() - started, 3)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def find_on(outcome: ScriptOutcome, run, options: Options) -> None:
+    """``outcome.findings`` from the run's log; a log the model cannot read is noted, not scanned (the
+    audit judges the log's format). Anything else raised (a suite bug, a malformed registry) makes the
+    script inconclusive in :func:`run_one`, never a pass."""
+    log_path = getattr(run, "log_path", None)
+    if log_path is None or not Path(log_path).is_file():
+        outcome.findings_note = "no session log to scan for findings"
+        return
+    from model.errors import LogFormatError
+
+    try:
+        outcome.findings = scan_findings(log_path, f"e2e/{outcome.name}", options.registry)
+    except LogFormatError as exc:
+        outcome.findings_note = f"log not scanned for findings: {str(exc).splitlines()[0][:300]}"
 
 
 def execute_other(script, *, python: str | None, keep_dir: Path, timeout: float):
@@ -350,7 +421,7 @@ def shrink_first_failure(report: E2EReport, generated: list[dict], options: Opti
     last: dict[str, ScriptOutcome] = {}
 
     def fails(script_dict: dict):
-        quiet = replace(options, keep=None, bundle_dir=Path(tempfile.mkdtemp(prefix="surfacecheck-e2e-shrink-")))
+        quiet = replace(options, keep=None, findings=False, bundle_dir=Path(tempfile.mkdtemp(prefix="surfacecheck-e2e-shrink-")))
         outcome, _ = run_one(load(script_dict), quiet, "shrinking")
         shutil.rmtree(quiet.bundle_dir, ignore_errors=True)
         signature = failure_signature(outcome)
@@ -373,4 +444,4 @@ def shrink_first_failure(report: E2EReport, generated: list[dict], options: Opti
 
 
 __all__ = ["AGREED", "DIFFERED", "INCONCLUSIVE", "PATHS", "Options", "E2EReport", "ScriptOutcome", "run_one",
-           "run_scripts", "shrink_first_failure", "execute", "judge", "exercised", "audit_run"]
+           "run_scripts", "shrink_first_failure", "execute", "judge", "exercised", "audit_run", "scan_findings"]
