@@ -24,7 +24,9 @@ temp folder; then its session log is
       'surfacecheck replay BUNDLE' or 'surfacecheck e2e dsh --script BUNDLE' re-runs;
   (d) scanned with every promise monitor (promise-*, the log scan of 'surfacecheck findings'):
       a violation of a promise registered in properties/findings.json is a known finding about
-      dsh, named by its id (informational); any other is NEW (exit 1). --no-findings skips it.
+      dsh, named by its id (informational); any other is NEW (exit 1). --no-findings skips it;
+  (e) its provider requests checked on the wire: tool calls and results pair by id in every request,
+      every prompt reaches an answered request verbatim; classed like (d) (--no-findings skips it too).
 Scripts: --script FILE (a script, a folder of scripts, or a bundle; repeatable), --generate N
 (Hypothesis draws N scripts from --seed; the first failing one is shrunk to a short script), or by
 default the seed scenarios in scenarios/e2e/*.json.
@@ -154,6 +156,11 @@ def human(report: E2EReport) -> str:
                          f"seq {f['seq']}: {f['message']}")
         if o.findings_note:
             lines.append(f"      {o.findings_note}")
+        for w in o.wire or ():
+            lines.append(f"      wire: {'finding ' + w['id'] if w['id'] else 'NEW finding'} ({w['class']}) {w['promise']} "
+                         f"request {w['request']} turn {w['turn']}: {w['message']}")
+        if o.wire_note:
+            lines.append(f"      {o.wire_note}")
         if o.bundle:
             lines.append(f"      bundle: {o.bundle}  (surfacecheck replay {o.bundle})")
     t, c = report.totals(), report.coverage()
@@ -165,7 +172,7 @@ def human(report: E2EReport) -> str:
                  f"{c['manual_compacts']} /compact, {c['summaries_failed']} summaries failed"
                  + ("" if c["all_four_paths"] or not c["scripts_run"] or report.mode not in ("seeds", "generate") else
                     f"; NOT exercised: {', '.join(p for p in FOUR_PATHS if not c['paths'][p])}"))
-    lines += findings_lines(report)
+    lines += findings_lines(report) + wire_lines(report)
     if report.shrunk:
         s = report.shrunk
         lines.append(f"shrunk {s['from']} in {s.get('runs')} runs: " + (
@@ -188,6 +195,20 @@ def findings_lines(report: E2EReport) -> list[str]:
     for n in f["new"]:
         lines.append(f"NEW finding on the real dsh: {n['promise']} in {n['script']} at seq {n['seq']}: {n['message']} "
                      "(not in properties/findings.json: exit 1)")
+    return lines
+
+
+def wire_lines(report: E2EReport) -> list[str]:
+    """The wire checks of every run: the known ids with their scripts, then each NEW one."""
+    w = report.wire_summary()
+    if not w["checked"]:
+        return []
+    known = "; ".join(f"{i} (scripts {', '.join(names)})" for i, names in w["reproduced"].items())
+    lines = [f"on the wire (pairing by id, prompt verbatim; {w['checked']} runs' requests checked): "
+             f"{known or 'both promises held'}"]
+    for n in w["new"]:
+        lines.append(f"NEW finding on the wire: {n['promise']} in {n['script']} at request {n['request']} "
+                     f"(turn {n['turn']}): {n['message']} (not in properties/findings.json: exit 1)")
     return lines
 
 

@@ -8,7 +8,9 @@ for the same conversation and lists every difference with the first seq where th
 (d) :func:`exercised` names the compaction paths the log shows and at which seqs; (e) :func:`scan_findings`
 appends the log through the model with every ``promise-*`` monitor watching (``surfacecheck findings``'
 own log scan) and classes each violation against ``properties/findings.json``: a registered promise is
-a *known* finding (its id; informational), any other is NEW (exit 1, as ``surfacecheck findings``). A difference or
+a *known* finding (its id; informational), any other is NEW (exit 1, as ``surfacecheck findings``); (f) :func:`wire_on`
+judges two promises on the provider requests the runtime sent (:mod:`.wire`: pairing by id, prompt verbatim), each
+violation classed the same way. A difference or
 an audit error keeps a counterexample bundle (:mod:`.bundle`). A runtime that is not installed,
 crashed, hung or timed out makes the script inconclusive: never a pass. Violation beats
 inconclusive beats agreement, as in ``check``.
@@ -74,6 +76,8 @@ class ScriptOutcome:
     connects: dict | None = None  # --trace-connect / --isolate-network evidence that nothing left loopback
     findings: list[dict] | None = None  # promise violations on the runtime's log (None: not scanned)
     findings_note: str = ""  # why the log was not scanned, when it was not
+    wire: list[dict] | None = None  # promise violations on the recorded provider requests (None: not checked)
+    wire_note: str = ""  # why the requests were not checked, when they were not
 
     def to_json(self) -> dict:
         return {"name": self.name, "source": self.source, "verdict": self.verdict, "message": self.message,
@@ -83,7 +87,8 @@ class ScriptOutcome:
                 "differences": self.differences, "seconds": self.seconds, "bundle": self.bundle,
                 "run_dir": self.run_dir, "turns": self.turns, "tool_calls": self.tool_calls,
                 "overflows": self.overflows, "compacts": self.compacts, "network": self.connects,
-                "findings": self.findings, "findings_note": self.findings_note or None}
+                "findings": self.findings, "findings_note": self.findings_note or None,
+                "wire": self.wire, "wire_note": self.wire_note or None}
 
 
 @dataclass
@@ -100,7 +105,7 @@ class E2EReport:
     @property
     def verdict(self) -> str:
         verdicts = [o.verdict for o in self.scripts]
-        if DIFFERED in verdicts or self.findings_summary()["new"]:
+        if DIFFERED in verdicts or self.findings_summary()["new"] or self.wire_summary()["new"]:
             return "violated"
         if INCONCLUSIVE in verdicts or self.error or not verdicts:
             return "inconclusive"
@@ -150,11 +155,29 @@ class E2EReport:
         return {"scanned": len(scanned), "not_scanned": sum(1 for o in self.scripts if o.findings_note),
                 "reproduced": dict(sorted(reproduced.items())), "new": new}
 
+    def wire_summary(self) -> dict:
+        """The wire checks over every checked run: ``reproduced`` {known id: [scripts]} (informational),
+        ``new`` [{promise, script, request, turn, message}] (exit 1), ``checked`` runs."""
+        reproduced: dict[str, list[str]] = {}
+        new: list[dict] = []
+        checked = [o for o in self.scripts if o.wire is not None]
+        for o in checked:
+            for w in o.wire:
+                if w["status"] == "known":
+                    names = reproduced.setdefault(w["id"], [])
+                    if o.name not in names:
+                        names.append(o.name)
+                else:
+                    new.append({"promise": w["promise"], "script": o.name, "request": w["request"],
+                                "turn": w["turn"], "message": w["message"]})
+        return {"checked": len(checked), "reproduced": dict(sorted(reproduced.items())), "new": new}
+
     def to_json(self) -> dict:
         return {"command": "e2e dsh", "mode": self.mode, "runtime": self.runtime, "seed": self.seed,
                 "verdict": self.verdict, "exit_code": self.exit_code, "error": self.error,
                 "scripts": [o.to_json() for o in self.scripts], "totals": self.totals(),
-                "coverage": self.coverage(), "findings": self.findings_summary(), "shrunk": self.shrunk}
+                "coverage": self.coverage(), "findings": self.findings_summary(), "wire": self.wire_summary(),
+                "shrunk": self.shrunk}
 
 
 # -- the other helpers' modules, resolved lazily (tests replace these four functions) ------------------
@@ -224,6 +247,21 @@ def scan_findings(log_path, source: str = "e2e", registry_path=None) -> list[dic
                      "seq": int(seq.group(1)) if seq else None, "step": step, "message": d.violation.message,
                      "class": entry.klass if entry else "new", "status": "known" if entry else "new"})
     return sorted(rows, key=lambda r: (r["seq"] is None, r["seq"] or 0, r["promise"]))
+
+
+def classify_wire(rows: list[dict], registry_path=None) -> list[dict]:
+    """Each wire violation classed as the log scan classes a promise (``registry.match`` by promise): adds
+    ``id`` (None when unregistered), ``class`` and ``status`` (``known``, or ``new`` for an unregistered one)."""
+    from surfacecheck.findings import registry
+
+    entries = registry.load(registry_path)
+    out = []
+    for row in rows:
+        entry = registry.match(entries, row["promise"])
+        rest = {k: v for k, v in row.items() if k not in ("id", "class", "status")}
+        out.append({"id": entry.id if entry else None, **rest, "class": entry.klass if entry else "new",
+                    "status": "known" if entry else "new"})
+    return out
 
 
 def policy_of(script):
@@ -307,6 +345,7 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
             outcome.differences = judge(script, run)
             if options.findings:
                 find_on(outcome, run, options)
+                wire_on(outcome, script, run, options)
         except Exception as exc:  # noqa: BLE001 - a suite bug is inconclusive, never a pass or a traceback
             outcome.verdict = INCONCLUSIVE
             outcome.message = f"the suite could not judge this run: {type(exc).__name__}: {exc}"
@@ -342,6 +381,22 @@ def find_on(outcome: ScriptOutcome, run, options: Options) -> None:
         outcome.findings = scan_findings(log_path, f"e2e/{outcome.name}", options.registry)
     except LogFormatError as exc:
         outcome.findings_note = f"log not scanned for findings: {str(exc).splitlines()[0][:300]}"
+
+
+def wire_on(outcome: ScriptOutcome, script, run, options: Options) -> None:
+    """``outcome.wire`` from the requests the scripted server recorded (:func:`.wire.wire_checks`), classed by
+    :func:`classify_wire`; a run that recorded no request is noted, not checked."""
+    from .wire import unanswered_prompts, wire_checks
+
+    requests = list(getattr(run, "requests", None) or [])
+    if not requests:
+        outcome.wire_note = "no provider requests recorded: wire not checked"
+        return
+    outcome.wire = classify_wire(wire_checks(script_json(script), requests), options.registry)
+    unanswered = unanswered_prompts(script_json(script), requests)
+    if unanswered:
+        outcome.wire_note = (f"prompt of turn(s) {unanswered} not judged on the wire: no request was answered "
+                             "after it (the runtime gave up on the turn)")
 
 
 def execute_other(script, *, python: str | None, keep_dir: Path, timeout: float):
@@ -444,4 +499,5 @@ def shrink_first_failure(report: E2EReport, generated: list[dict], options: Opti
 
 
 __all__ = ["AGREED", "DIFFERED", "INCONCLUSIVE", "PATHS", "Options", "E2EReport", "ScriptOutcome", "run_one",
-           "run_scripts", "shrink_first_failure", "execute", "judge", "exercised", "audit_run", "scan_findings"]
+           "run_scripts", "shrink_first_failure", "execute", "judge", "exercised", "audit_run", "scan_findings",
+           "classify_wire", "wire_on"]
