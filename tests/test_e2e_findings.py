@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from surfacecheck.cli import main
+from surfacecheck.e2e import promises as e2e_promises
 from surfacecheck.e2e import run as run_mod
 from surfacecheck.findings import registry
 
@@ -71,7 +72,7 @@ def _run(capsys, *args) -> tuple[int, dict]:
 
 
 def test_scan_names_the_known_finding_with_its_id(tmp_path):
-    rows = run_mod.scan_findings(model_log(tmp_path / "g10.jsonl"))
+    rows = e2e_promises.scan_findings(model_log(tmp_path / "g10.jsonl"))
     (row,) = [r for r in rows if r["promise"] == G10_PROMISE]
     assert row["id"] == G10 and row["status"] == "known" and row["class"] == "defect"
     assert isinstance(row["seq"], int) and row["step"] == row["seq"] + 2  # step 1 is the reset; seqs from 0

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from surfacecheck.e2e import promises as e2e_promises
 from surfacecheck.e2e import run as run_mod
 from surfacecheck.e2e.wire import PAIRING, PROMPT, unanswered_prompts, unpaired, wire_checks
 
@@ -114,7 +115,7 @@ def test_a_prompt_no_request_answered_after_is_noted_not_judged():
 
 def test_violations_are_classed_by_the_registry():
     rows = wire_checks(script("go"), [request(0, [call("Y"), result("X")], status=400), request(1, [user("c")])])
-    classed = run_mod.classify_wire(rows)
+    classed = e2e_promises.classify_wire(rows)
     assert [(r["promise"], r["id"], r["status"]) for r in classed] == [(PAIRING, S7, "known"), (PROMPT, G2B, "known")]
 
 
@@ -128,14 +129,14 @@ def test_an_unregistered_wire_violation_is_new_and_exits_1(tmp_path):
                             for f in document["findings"] if f["promise"] != PROMPT]
     fabricated = tmp_path / "findings-without-g2b.json"
     fabricated.write_text(json.dumps(document))
-    rows = run_mod.classify_wire(wire_checks(script("go"), [request(0, [user("c")])]), fabricated)
+    rows = e2e_promises.classify_wire(wire_checks(script("go"), [request(0, [user("c")])]), fabricated)
     assert [(r["id"], r["class"], r["status"]) for r in rows] == [(None, "new", "new")]
     report = run_mod.E2EReport(mode="script", runtime="0.1.1rc1",
                                scripts=[run_mod.ScriptOutcome(name="s", verdict=run_mod.AGREED, wire=rows)])
     assert report.verdict == "violated" and report.exit_code == 1
     assert report.to_json()["wire"]["new"][0]["promise"] == PROMPT
     known = run_mod.E2EReport(mode="script", runtime="0.1.1rc1", scripts=[run_mod.ScriptOutcome(
-        name="s", verdict=run_mod.AGREED, wire=run_mod.classify_wire(rows))])
+        name="s", verdict=run_mod.AGREED, wire=e2e_promises.classify_wire(rows))])
     assert known.exit_code == 0 and known.wire_summary()["reproduced"] == {G2B: ["s"]}
 
 

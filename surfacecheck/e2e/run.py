@@ -17,7 +17,6 @@ inconclusive beats agreement, as in ``check``.
 """
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 import tempfile
@@ -25,6 +24,8 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+from .promises import find_on, wire_on
 
 SPEC_VERSION = "0.1.1rc1"
 INSTALL_HINT = "deepseek-harness-sdk not installed: pip install -e '.[dsh]'"
@@ -223,47 +224,6 @@ def audit_run(script, run) -> dict:
             "events": log.events, "generation": log.generation, "findings": findings}
 
 
-_SEQ = re.compile(r" seq (\d+):")
-
-
-def scan_findings(log_path, source: str = "e2e", registry_path=None) -> list[dict]:
-    """The log appended event by event through the model with every promise watching
-    (:func:`surfacecheck.findings.search.scan_logs`, the scan of ``surfacecheck findings``), each
-    promise's first violation classed as ``surfacecheck findings`` does (``registry.match`` by promise):
-    ``{id, promise, seq, step, message, class, status}``; ``id`` None and class/status ``new`` when the
-    promise has no registered finding. Raises what the log reader raises on a log it cannot read."""
-    from surfacecheck.findings import registry
-    from surfacecheck.findings.search import scan_logs
-
-    entries = registry.load(registry_path)
-    found, _logs = scan_logs([(source, Path(log_path))])
-    rows = []
-    for d in found:
-        entry = registry.match(entries, d.promise)
-        step = d.violation.step
-        note = d.steps[step - 1].label if isinstance(step, int) and 0 < step <= len(d.steps) else ""
-        seq = _SEQ.search(note or "")
-        rows.append({"id": entry.id if entry else None, "promise": d.promise,
-                     "seq": int(seq.group(1)) if seq else None, "step": step, "message": d.violation.message,
-                     "class": entry.klass if entry else "new", "status": "known" if entry else "new"})
-    return sorted(rows, key=lambda r: (r["seq"] is None, r["seq"] or 0, r["promise"]))
-
-
-def classify_wire(rows: list[dict], registry_path=None) -> list[dict]:
-    """Each wire violation classed as the log scan classes a promise (``registry.match`` by promise): adds
-    ``id`` (None when unregistered), ``class`` and ``status`` (``known``, or ``new`` for an unregistered one)."""
-    from surfacecheck.findings import registry
-
-    entries = registry.load(registry_path)
-    out = []
-    for row in rows:
-        entry = registry.match(entries, row["promise"])
-        rest = {k: v for k, v in row.items() if k not in ("id", "class", "status")}
-        out.append({"id": entry.id if entry else None, **rest, "class": entry.klass if entry else "new",
-                    "status": "known" if entry else "new"})
-    return out
-
-
 def policy_of(script):
     """The script's ``RuntimePolicy`` (H8b's ``Config.policy()``)."""
     return script.config.policy()
@@ -367,38 +327,6 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def find_on(outcome: ScriptOutcome, run, options: Options) -> None:
-    """``outcome.findings`` from the run's log; a log the model cannot read is noted, not scanned (the
-    audit judges the log's format). Anything else raised (a suite bug, a malformed registry) makes the
-    script inconclusive in :func:`run_one`, never a pass."""
-    log_path = getattr(run, "log_path", None)
-    if log_path is None or not Path(log_path).is_file():
-        outcome.findings_note = "no session log to scan for findings"
-        return
-    from model.errors import LogFormatError
-
-    try:
-        outcome.findings = scan_findings(log_path, f"e2e/{outcome.name}", options.registry)
-    except LogFormatError as exc:
-        outcome.findings_note = f"log not scanned for findings: {str(exc).splitlines()[0][:300]}"
-
-
-def wire_on(outcome: ScriptOutcome, script, run, options: Options) -> None:
-    """``outcome.wire`` from the requests the scripted server recorded (:func:`.wire.wire_checks`), classed by
-    :func:`classify_wire`; a run that recorded no request is noted, not checked."""
-    from .wire import unanswered_prompts, wire_checks
-
-    requests = list(getattr(run, "requests", None) or [])
-    if not requests:
-        outcome.wire_note = "no provider requests recorded: wire not checked"
-        return
-    outcome.wire = classify_wire(wire_checks(script_json(script), requests), options.registry)
-    unanswered = unanswered_prompts(script_json(script), requests)
-    if unanswered:
-        outcome.wire_note = (f"prompt of turn(s) {unanswered} not judged on the wire: no request was answered "
-                             "after it (the runtime gave up on the turn)")
-
-
 def execute_other(script, *, python: str | None, keep_dir: Path, timeout: float):
     """Run ``script`` on another release (H8c's ``runner_v2``: 0.2.x SDK arguments and wire)."""
     from .runner_v2 import DEFAULT_V2_PYTHON, run_script_v2
@@ -499,5 +427,4 @@ def shrink_first_failure(report: E2EReport, generated: list[dict], options: Opti
 
 
 __all__ = ["AGREED", "DIFFERED", "INCONCLUSIVE", "PATHS", "Options", "E2EReport", "ScriptOutcome", "run_one",
-           "run_scripts", "shrink_first_failure", "execute", "judge", "exercised", "audit_run", "scan_findings",
-           "classify_wire", "wire_on"]
+           "run_scripts", "shrink_first_failure", "execute", "judge", "exercised", "audit_run"]

@@ -1,7 +1,7 @@
 """Two design promises judged on the WIRE: the provider requests the real runtime actually sent.
 
 The scripted server records every request (``RunResult.requests``: ``{index, path, headers, body, compact,
-turn, reply, status}``, ``body`` the OpenAI chat-completions JSON). The log scan (``run.scan_findings``)
+turn, reply, status}``, ``body`` the OpenAI chat-completions JSON). The log scan (``promises.scan_findings``)
 judges the session log through the model; this judges the bytes the provider received, so it depends on
 neither the model nor the log reader:
 
@@ -16,7 +16,7 @@ neither the model nor the log reader:
   the script ended) was not replaced by anything the model saw (:func:`unanswered_prompts`, noted).
 
 :func:`wire_checks` returns one violation per request (pairing) or per turn (prompt): ``{promise, request,
-turn, message, observed, expected}``; ``run.wire_on`` classes each against ``properties/findings.json`` as
+turn, message, observed, expected}``; ``promises.wire_on`` classes each against ``properties/findings.json`` as
 the log scan does.
 """
 from __future__ import annotations
