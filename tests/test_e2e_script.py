@@ -10,8 +10,8 @@ from surfacecheck.e2e.script import (FORMAT, PATHS, SCHEMA, Reply, Script, Scrip
                                      schema_text, seed_dir, seed_scripts)
 
 ROOT = Path(__file__).resolve().parents[1]
-SEEDS = ("below-threshold-nothing", "manual-compact", "overflow-same-step-retry", "prune-insufficient-summary",
-         "prune-only", "second-generation-checkpoint", "summarizer-fails")
+SEEDS = ("below-threshold-nothing", "manual-compact", "overflow-same-step-retry", "overflow-summarizes-prompt",
+         "prune-insufficient-summary", "prune-only", "second-generation-checkpoint", "summarizer-fails")
 
 
 def doc(**over) -> dict:
@@ -81,6 +81,7 @@ def test_replies_and_summaries_parse():
     (lambda d: d.update(format="other/1"), "format:"),
     (lambda d: d["config"].update(contextWindow=0), "config.contextWindow:"),
     (lambda d: d["config"].update(headroomTokens=5), "config: Additional properties"),
+    (lambda d: d["config"].update(runtimeContext="yes"), "config.runtimeContext: 'yes' is not of type 'boolean'"),
     (lambda d: d["turns"][0]["replies"].__setitem__(0, {"tool": {"output_chars": -1}}), "turns[0].replies[0]"),
     (lambda d: d.update(usage="huge"), "usage:"),
     (lambda d: d["config"].update(retainTokens=5000),
@@ -97,6 +98,26 @@ def test_bad_scripts_say_path_and_reason(mutate, reason):
         from_json(d, "bad.json")
     message = str(info.value)
     assert message.startswith("bad.json: ") and reason in message, message
+
+
+def test_runtime_context_option_round_trips_and_composes_the_contributor():
+    """`config.runtimeContext` (default false): written only when set, and it adds exactly one cordis row."""
+    from surfacecheck.e2e.config import APPROVAL_ROW, cordis_rows, policy_json
+
+    plain = from_json(doc())
+    assert plain.config.runtime_context is False and "runtimeContext" not in plain.to_json()["config"]
+    assert from_json(doc(config={**doc()["config"], "runtimeContext": False})) == plain
+    with_context = from_json(doc(config={**doc()["config"], "runtimeContext": True}))
+    assert with_context.config.runtime_context is True
+    assert with_context.to_json()["config"]["runtimeContext"] is True
+    assert from_json(json.loads(with_context.dumps())) == with_context
+    assert with_context.policy() == plain.policy()  # not a compaction key: the model's policy is the same
+    assert policy_json(with_context.config.to_json()) == policy_json(plain.config.to_json())
+    kw = {"session_root": "/s", "workspace": "/w"}
+    rows, base = cordis_rows(with_context.config.to_json(), **kw), cordis_rows(plain.config.to_json(), **kw)
+    assert rows[2] == APPROVAL_ROW == {"id": "approval", "name": "@deepseek-ai/dsh-user-approval",
+                                       "config": {"policy": "never"}}
+    assert rows[:2] + rows[3:] == base and not any(r["id"] == "approval" for r in base)
 
 
 def test_load_errors_name_the_file(tmp_path):

@@ -3,7 +3,8 @@ runtime sent, as the scripted server recorded them.
 
 The unit tests hand-make request records; the last tests run the real dsh 0.1.1rc1: the e2e composition
 keeps every prompt (the newest node survives overflow recovery), and the same composition plus one runtime-
-context contributor (``@deepseek-ai/dsh-user-approval``) reproduces §15 G2b on the wire.
+context contributor (script config ``runtimeContext: true``: ``@deepseek-ai/dsh-user-approval``) reproduces §15 G2b
+on the wire; that run is the seed ``scenarios/e2e/overflow-summarizes-prompt.json``.
 """
 from __future__ import annotations
 
@@ -156,24 +157,31 @@ G2B_SHAPE = {"format": "surfacecheck-e2e-script/1", "name": "overflow-summarizes
              "usage": "fixed", "turns": [{"prompt": LARGE_PROMPT, "replies": [{"overflow": True}, {"text": "done"}]}]}
 
 
+def g2b_shape(*, context: bool) -> dict:
+    """G2B_SHAPE, with (``runtimeContext: true``: the e2e composition plus the approval:policy contributor) or
+    without a runtime-context contributor."""
+    return {**G2B_SHAPE, "config": {**G2B_SHAPE["config"], "runtimeContext": context}}
+
+
+def test_the_g2b_seed_is_the_shape_with_a_runtime_context():
+    from surfacecheck.e2e.config import cordis_rows
+    from surfacecheck.e2e.script import from_json, load_script, seed_dir
+
+    seed = load_script(seed_dir() / "overflow-summarizes-prompt.json")
+    shape = from_json(g2b_shape(context=True))
+    assert (seed.config, seed.turns, seed.summaries, seed.usage) == (shape.config, shape.turns, shape.summaries,
+                                                                      shape.usage)
+    assert seed.config.runtime_context and seed.expected_paths["overflow-retry"]
+    rows = cordis_rows(seed.config.to_json(), session_root="/s", workspace="/w")
+    assert rows[2] == {"id": "approval", "name": "@deepseek-ai/dsh-user-approval", "config": {"policy": "never"}}
+    assert [r["id"] for r in rows[:2] + rows[3:]] == [
+        r["id"] for r in cordis_rows(g2b_shape(context=False)["config"], session_root="/s", workspace="/w")]
+
+
 def _run_g2b_shape(tmp_path, *, context: bool):
-    from surfacecheck.e2e import config
     from surfacecheck.e2e.script import from_json
 
-    original = config.cordis_rows
-
-    def rows(*args, **kwargs):  # the e2e composition plus one runtime-context contributor (approval:policy)
-        out = original(*args, **kwargs)
-        return out[:2] + [{"id": "approval", "name": "@deepseek-ai/dsh-user-approval"}] + out[2:]
-
-    mp = pytest.MonkeyPatch()
-    try:
-        if context:
-            mp.setattr(config, "cordis_rows", rows)
-        outcome, run = run_mod.run_one(from_json(G2B_SHAPE), run_mod.Options(bundle_dir=tmp_path / "b"))
-    finally:
-        mp.undo()
-    return outcome, run
+    return run_mod.run_one(from_json(g2b_shape(context=context)), run_mod.Options(bundle_dir=tmp_path / "b"))
 
 
 def test_real_runtime_keeps_the_prompt_without_a_runtime_context(tmp_path):
@@ -207,12 +215,14 @@ def test_real_runtime_summarizes_the_prompt_it_just_entered_g2b_on_the_wire(tmp_
 
 
 def test_seed_scripts_hold_both_promises_on_the_wire(tmp_path):
-    """The seed set on the real runtime: pairing holds on every request, every prompt judged reached the model."""
+    """The seed set on the real runtime: pairing holds on every request; every prompt judged reached the model
+    except in overflow-summarizes-prompt, written to reproduce G2b (a known finding: exit 0)."""
     _real()
     from surfacecheck.e2e.script import seed_scripts
 
     report = run_mod.run_scripts([(s, "seed") for s in seed_scripts()], run_mod.Options(bundle_dir=tmp_path / "b"),
                                  mode="seeds")
     assert report.exit_code == 0, report.to_json()["totals"]
-    assert report.wire_summary() == {"checked": len(report.scripts), "reproduced": {}, "new": []}
+    assert report.wire_summary() == {"checked": len(report.scripts),
+                                     "reproduced": {G2B: ["overflow-summarizes-prompt"]}, "new": []}
     assert Path(tmp_path / "b").exists() is False or not any((tmp_path / "b").iterdir())

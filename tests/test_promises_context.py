@@ -174,7 +174,7 @@ def _real_script(name: str, config: dict, replies: list[dict]) -> dict:
     return {"format": "surfacecheck-e2e-script/1", "name": name, "usage": "fixed",
             "description": "the approval policy is a runtime-context section (snapshot entered at step 1)",
             "config": {"contextWindow": 16000, "retainTokens": 1000, "maxTokens": 1024, "compactionRetries": 1,
-                       "requestMaxTokens": 1024, "pruner": None, **config},
+                       "requestMaxTokens": 1024, "pruner": None, "runtimeContext": True, **config},
             "turns": [{"prompt": "collect the reports", "compact": False, "replies": replies}],
             "summaries": [{"outcome": "text", "text": "The user asked to collect the reports; two bash calls printed "
                                                       "long outputs. Continue with the reports."},
@@ -196,23 +196,14 @@ REAL_G2 = {
 
 
 @pytest.mark.parametrize("story", sorted(REAL_G2))
-def test_g2_overflow_window_reproduces_on_real_dsh(story, monkeypatch):
+def test_g2_overflow_window_reproduces_on_real_dsh(story):
     """§15 G2 overflow variant on the installed dsh (not the model): with `@deepseek-ai/dsh-user-approval`
-    contributing a runtime-context section, the two last conversation requests both lack the snapshot."""
+    contributing a runtime-context section (script config `runtimeContext: true`), the two last conversation
+    requests both lack the snapshot."""
     pytest.importorskip("deepseek_harness")
     runner = pytest.importorskip("surfacecheck.e2e.runner")
 
     script, expected = REAL_G2[story]
-    write = runner.cordis.write_cordis
-
-    def with_approval(path, config, **kwargs):
-        written = write(path, config, **kwargs)
-        rows = json.loads(Path(written).read_text(encoding="utf-8"))
-        rows.insert(2, {"id": "approval", "name": "@deepseek-ai/dsh-user-approval", "config": {"policy": "never"}})
-        Path(written).write_text(json.dumps(rows), encoding="utf-8")
-        return written
-
-    monkeypatch.setattr(runner.cordis, "write_cordis", with_approval)
     try:
         run = runner.run_script(script, timeout=120)
     except runner.RuntimeNotInstalled as exc:

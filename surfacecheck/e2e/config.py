@@ -26,6 +26,11 @@ Rows that worked (0.1.1rc1, verified by the runs in ``tests/test_e2e_runner.py``
   ``tailChars``; spec 6: ``headChars + 39 + tailChars <= thresholdChars``), ``commands``, ``command-compact``.
 * ``surfacecheck-compact``: our test plugin (``plugin/compact_on_marker.mjs``), a local module row given by its
   absolute path; it runs the shipped /compact when the agent goes idle after a reply carrying the marker.
+* ``approval`` = ``dsh-user-approval`` with ``policy: never``, only when the script sets ``runtimeContext``
+  (:data:`APPROVAL_ROW`, third row): its ``approval:policy`` section is a runtime-context contributor, so each
+  step's start enters a runtime-context snapshot after the prompt (spec 12, D9; what §15 G2 and G2b need). Without
+  it the composition has no contributor (``workspaceContext: false``) and no snapshot is ever entered. ``never``
+  rejects any approval ask at once (nothing here asks: no sandbox rows) instead of waiting for an answerer.
 
 No telemetry row is composed (``dsh-session-telemetry-otel`` defaults to DISABLED and is absent here), and no
 sandbox rows: tool calls run for real, so the scripted server only ever asks for ``head -c N /dev/zero | tr``.
@@ -47,7 +52,10 @@ DEFAULTS: dict[str, Any] = {
     "compactionRetries": 1, "maxOverflowRetries": 1, "requestMaxTokens": 1024,
     "pruner": {"thresholdChars": 8192, "headChars": 4096, "tailChars": 1024},
 }
-CONFIG_KEYS = frozenset(DEFAULTS) | {"auto"}
+CONFIG_KEYS = frozenset(DEFAULTS) | {"auto", "runtimeContext"}
+#: The runtime-context contributor ``runtimeContext: true`` composes (inserted after ``agent-core``).
+APPROVAL_ROW: dict[str, Any] = {"id": "approval", "name": "@deepseek-ai/dsh-user-approval",
+                                "config": {"policy": "never"}}
 
 
 class ConfigError(ValueError):
@@ -103,6 +111,8 @@ def cordis_rows(config: dict | None, *, session_root: str, workspace: str,
     if c["pruner"] is not None:
         rows.insert(10, {"id": "tool-result-pruner", "name": "@deepseek-ai/dsh-compaction-tool-result-pruner",
                          "config": dict(c["pruner"])})
+    if c.get("runtimeContext"):
+        rows.insert(2, json.loads(json.dumps(APPROVAL_ROW)))  # a copy: callers may edit the rows
     return rows
 
 

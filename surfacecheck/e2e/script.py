@@ -4,7 +4,9 @@ A script is data: the runtime configuration a run uses (context window, compacti
 tool-result pruner; spec 6, 9.1), how the scripted model server reports usage (fixed numbers keep
 the meter's estimated baseline, realistic ones exercise the usage anchor; spec 4.2), per turn what
 the model does (tool calls with a chosen output size, an overflow error, a plain reply) and whether
-`/compact` runs after it (spec 11), and what the summarizer answers (spec 8.5).
+`/compact` runs after it (spec 11), and what the summarizer answers (spec 8.5). `config.runtimeContext`
+(default false) composes one runtime-context contributor, so every step's start enters a runtime-context
+snapshot after the prompt (spec 12, D9; §15 G2, G2b).
 
 Checks are the JSON Schema (:data:`SCHEMA`, written to ``docs/schemas/e2e-script.schema.json`` by
 ``python -m surfacecheck.e2e.script``) plus dsh's own load-time validation through the model
@@ -63,6 +65,11 @@ SCHEMA: dict = {
                 "compactionRetries": {**_INT, "minimum": 0},
                 "maxOverflowRetries": {**_INT, "minimum": 0},
                 "auto": {"type": "boolean"},
+                "runtimeContext": {
+                    "description": "compose @deepseek-ai/dsh-user-approval (policy never): its approval:policy "
+                                   "section is a runtime-context contributor, so each step's start enters a "
+                                   "runtime-context snapshot after the prompt (spec 12, D9); default false: none",
+                    "type": "boolean"},
                 "requestMaxTokens": {**_INT, "minimum": 1},
                 "pruner": {"oneOf": [{"type": "null"}, {
                     "type": "object", "additionalProperties": False,
@@ -135,6 +142,7 @@ class Config:
     request_max_tokens: int = 1024
     pruner: Pruner | None = None
     auto: bool | None = None  # compaction-basic `auto` (spec 9.3); None: the runtime's default (true)
+    runtime_context: bool = False  # compose a runtime-context contributor (config.py: dsh-user-approval)
 
     def compaction_json(self) -> dict:
         """compaction-basic's keys, in dsh's names (the `policies/*.json` shape without window and pruner)."""
@@ -169,6 +177,8 @@ class Config:
         out["pruner"] = None if self.pruner is None else self.pruner.to_json()
         if self.auto is not None:
             out["auto"] = self.auto
+        if self.runtime_context:  # written only when set: scripts without it dump as before
+            out["runtimeContext"] = True
         return out
 
 
@@ -318,7 +328,7 @@ def from_json(obj: Any, source: str = "<script>") -> Script:
         max_tokens=c.get("maxTokens", 1024), compaction_retries=c.get("compactionRetries", 1),
         max_overflow_retries=c.get("maxOverflowRetries", 1), request_max_tokens=c.get("requestMaxTokens", 1024),
         pruner=None if pruner is None else Pruner(pruner["thresholdChars"], pruner["headChars"], pruner["tailChars"]),
-        auto=c.get("auto"))
+        auto=c.get("auto"), runtime_context=c.get("runtimeContext", False))
     turns = []
     for turn in obj["turns"]:
         replies = []
