@@ -29,22 +29,23 @@ _EOF = object()
 class ProcessRuntime:
     """:class:`~surfacecheck.runtime.api.Runtime` over a child process (see the module docstring)."""
 
-    def __init__(self, command: str, timeout: float = 10.0, *, handshake_timeout: float | None = None):
+    def __init__(self, command: str, timeout: float = 10.0, *, handshake_timeout: float | None = None,
+                 argv: list[str] | None = None, env: dict[str, str] | None = None, name: str | None = None):
         self.command, self.timeout = command, timeout
-        self.name = f"cmd:{command}"
+        self.name = name or f"cmd:{command}"
         self._next_id = 0
         self._dead: RuntimeUnavailable | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._lines: queue.Queue = queue.Queue()
         try:
-            argv = shlex.split(command)
+            argv = list(argv) if argv is not None else shlex.split(command)
         except ValueError as exc:
             raise RuntimeUnavailable("exited", f"cannot parse runtime command {command!r}: {exc}") from None
         if not argv:
             raise RuntimeUnavailable("exited", "empty runtime command")
         try:
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True, encoding="utf-8", errors="replace", bufsize=1)
+                                          text=True, encoding="utf-8", errors="replace", bufsize=1, env=env)
         except OSError as exc:
             raise RuntimeUnavailable("exited", f"cannot start runtime command {command!r}: {exc}") from None
         self._out_thread = threading.Thread(target=self._pump_stdout, daemon=True)

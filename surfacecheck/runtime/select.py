@@ -3,6 +3,7 @@
 ``model`` — the reference model behind the protocol (:mod:`.model_runtime`);
 ``embedded`` — the independent embedded runtime (:mod:`.embedded`);
 ``cmd:COMMAND`` — a child process speaking ``docs/protocol.md`` (:mod:`.client`);
+``dsh`` / ``dsh:DIR`` — dsh's own published code from npm, or from the ``node_modules`` folder DIR (:mod:`.dsh`);
 ``BASE:VARIANT`` — a registered variant (a seeded bug or a negative-control model), see
 :func:`register_variant`.
 """
@@ -38,9 +39,12 @@ def runtime_problem(spec: str) -> str | None:
         return None
     if spec.startswith("cmd:"):
         return None if spec[4:].strip() else "runtime 'cmd:' needs a command after the colon, e.g. cmd:./my-runtime"
+    if spec == "dsh" or spec.startswith("dsh:"):
+        from .dsh import spec_problem
+        return spec_problem(spec)
     if ":" in spec and spec.split(":", 1)[0] in ("model", "embedded"):
         return None
-    return f"unknown runtime {spec!r}: expected model, embedded or cmd:COMMAND"
+    return f"unknown runtime {spec!r}: expected model, embedded, dsh, dsh:DIR or cmd:COMMAND"
 
 
 def open_runtime(spec: str, *, timeout: float = DEFAULT_TIMEOUT) -> Runtime:
@@ -54,6 +58,8 @@ def open_runtime(spec: str, *, timeout: float = DEFAULT_TIMEOUT) -> Runtime:
         return importlib.import_module("surfacecheck.runtime.embedded").EmbeddedRuntime()
     if spec.startswith("cmd:"):
         return importlib.import_module("surfacecheck.runtime.client").ProcessRuntime(spec[4:].strip(), timeout=timeout)
+    if spec == "dsh" or spec.startswith("dsh:"):
+        return importlib.import_module("surfacecheck.runtime.dsh").open_dsh(spec, timeout)
     if spec not in _VARIANTS:
         for module in list(_VARIANT_PROVIDERS):
             importlib.import_module(module)
