@@ -63,8 +63,10 @@ export function logOps(world) {
         return { total: m.totalTokens, prices: m.nodes.map((n) => n.tokens), surface_tokens: m.surfaceTokens,
           baseline: { kind: m.baseline.kind, tokens: m.baseline.tokens } };
       } catch (err) {
+        // A fold error names the unread event (the meter stays there, spec 4.2); an error assembling the
+        // measurement after every event was folded (headerEquals over a header dsh cannot compare) names none.
         const state = world.ctx.tokenMeter.states.get(session);
-        const seq = state ? state.consumedEvents : null;
+        const seq = state && state.consumedEvents < session.events.length ? state.consumedEvents : null;
         return { error: foldError(err, seq, METER) };
       }
     },

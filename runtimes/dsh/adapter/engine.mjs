@@ -1,0 +1,209 @@
+// The compaction composition of one protocol session: dsh's BasicCompactionEngine (+ ToolResultPruner when the
+// policy has one) in the world's cordis Context, beside a scripted `llm` service (the world's model: capacity
+// lookup and summary streams) and one agent built with dsh-agent-loop's own ReactLoopAgent class.
+// Glue only: the engine, its listeners, the pruner, the transaction and the agent methods are dsh's.
+import { streamScript, DEFAULT_SCRIPT } from './summarizer.mjs';
+
+const AGENT_OPTIONS = { provider: 'model', model: 'model-summarizer' }; // the scripted summarizer's route
+
+/** An injected append failure of the outside world (spec 8.3; the model's `_AppendRefused`). */
+export class AppendRefused extends Error {}
+
+const FAULT_KEY = (type, data, opts) => {
+  if (type === 'compaction/summary') return 'compaction/summary';
+  if (type === 'compaction/end') return data && typeof data === 'object' && 'error' in data ? 'error-close' : 'compaction/end';
+  if (opts?.surfaceOp?.op === 'replace' && type === 'user/message' && data?.source?.plugin === 'compact') return 'checkpoint';
+  if (opts?.surfaceOp?.op === 'replace' && type === 'tool/result') return 'prune-replace';
+  return null;
+};
+
+export class Composition {
+  constructor(world) {
+    this.world = world;
+    this.policy = {};           // the BasicCompactionConfig keys of the configured policy
+    this.prunerConfig = null;   // toolResultPruner, or null (no pruner composed)
+    this.window = null;         // contextWindow for every route (null: no capacity)
+    this.capacity = null;       // Map "provider\0model" -> window, when configure named a route
+    this.queue = [];            // the standing summary queue
+    this.op = null;             // per-op world state (scripts, faults, controllers, observations)
+    this.starts = 0;
+    this.appendErrors = new WeakSet();
+    this.summarizerErrors = new WeakSet();
+    this.warnings = [];
+    world.observers.push((event) => { if (event.type === 'compaction/start') this.starts += 1; this.onEvent(event); });
+  }
+
+  /** Build the engine, pruner, llm and agent in the world's current ctx (after world.open). */
+  async compose() {
+    const { mods } = this.world.dsh;
+    const { ctx, session } = this.world;
+    const composition = this;
+    const { Service } = mods.cordis;
+    const Basic = mods['dsh-compaction-basic'];
+
+    class ScriptedLlm extends Service {
+      constructor(c) { super(c, 'llm'); }
+      async resolveModelInfo(provider, model) { return { context: composition.contextFor(provider, model) }; }
+      stream(options) { return composition.streamSummary(options); }
+    }
+    class ScriptedEngine extends Basic.BasicCompactionEngine {
+      async summarize(input, agent, signal) {
+        try { return await super.summarize(input, agent, signal); } catch (error) {
+          if (!(signal?.aborted && error === signal.reason) && !composition.appendErrors.has(error)) composition.summarizerErrors.add(error);
+          throw error;
+        }
+      }
+      async compactIfNeeded(agent, trigger, signal) {
+        const record = composition.op?.record;
+        try {
+          const result = await super.compactIfNeeded(agent, trigger, signal);
+          if (record) record.push({ result });
+          return result;
+        } catch (error) {
+          if (record) record.push({ error });
+          throw error;
+        }
+      }
+    }
+    await ctx.plugin(ScriptedLlm);
+    if (this.prunerConfig !== null) {
+      const { ToolResultPruner } = mods['dsh-compaction-tool-result-pruner'];
+      await ctx.plugin(ToolResultPruner, this.prunerConfig);
+    }
+    await ctx.plugin(ScriptedEngine, this.policy);
+    this.engine = ctx.get('compaction');
+    ctx.logger.exporter({ export: (message) => { this.warnings.push(message); } });
+    ctx.on('session/flush', () => this.flushed());
+    this.session = session;
+    this.wrapAppend(session);
+    this.agent = this.makeAgent(session);
+  }
+
+  makeAgent(session) {
+    const { ReactLoopAgent } = this.world.dsh.mods['dsh-agent-loop'];
+    return new ReactLoopAgent(this.world.ctx, 'surfacecheck', { ...AGENT_OPTIONS }, session);
+  }
+
+  contextFor(provider, model) {
+    const window = this.capacity ? this.capacity.get(`${provider}\u0000${model}`) ?? null : this.window;
+    return window === null || window === undefined ? undefined : { contextWindow: window };
+  }
+
+  // -- the world during one op -------------------------------------------------------------------------
+  /** Run `body(op)` with this op's scripts/faults; returns [value, common] like the reference runtimes. */
+  async run(args, scripts, faults, body) {
+    const session = this.world.session;
+    const before = session.events.length;
+    const starts0 = this.starts;
+    const fromQueue = scripts === null;
+    const caller = new AbortController();
+    this.op = { scripts: scripts ?? this.queue, starts0, faults, caller, agent: null, record: [], concurrent: false };
+    this.warnings.length = 0;
+    let value;
+    try {
+      value = await body(this.op);
+    } finally {
+      this.op = null;
+    }
+    if (fromQueue) this.queue = this.queue.slice(this.starts - starts0);
+    return [value, { generation: session.surface.replaceGeneration, appended: session.events.slice(before).map((e) => e.type) }];
+  }
+
+  scriptNow() {
+    const op = this.op;
+    const index = this.starts - 1 - op.starts0;
+    return index >= 0 && index < op.scripts.length ? op.scripts[index] : DEFAULT_SCRIPT;
+  }
+
+  streamSummary(options) {
+    const op = this.op;
+    const script = op ? this.scriptNow() : DEFAULT_SCRIPT;
+    return streamScript(script, options, {
+      appendConcurrent: (entry) => this.appendConcurrent(entry),
+      abort: (which) => {
+        if (!op) return;
+        const target = which === 'agent' && op.agent ? op.agent : op.caller;
+        target.abort();
+      },
+    });
+  }
+
+  /** Another producer appends while the summary runs (a well-behaved one cites what it shadows, spec 1.4). */
+  appendConcurrent([type, data, op, sources]) {
+    const session = this.world.session;
+    const opts = {};
+    if (op !== null && op !== undefined) opts.surfaceOp = op;
+    if (sources !== undefined) opts.sourceEventSeqs = sources;
+    else if (op && typeof op === 'object') {
+      const nodes = session.surface.nodes;
+      const i = nodes.indexOf(op.start);
+      const j = nodes.indexOf(op.end);
+      if (i !== -1 && j !== -1) opts.sourceEventSeqs = nodes.slice(i, j + 1);
+    }
+    this.op.concurrent = true;
+    try { session.append(type, data, opts); } finally { this.op.concurrent = false; }
+  }
+
+  /** The world's append: refuses what `faults.fail_appends` names; marks dsh's own append refusals. */
+  wrapAppend(session) {
+    const original = session.append;
+    const composition = this;
+    session.append = function append(type, data, opts) {
+      const op = composition.op;
+      const key = op && !op.concurrent ? FAULT_KEY(type, data, opts) : null;
+      if (key !== null && op.faults.fail_appends.includes(key)) {
+        const error = key === 'prune-replace'
+          ? new AppendRefused('tool/result replacement refused (injected fault: prune-replace)')
+          : new AppendRefused(`append of ${type} refused (injected fault: ${key})`);
+        composition.appendErrors.add(error);
+        throw error;
+      }
+      try {
+        return original.call(this, type, data, opts);
+      } catch (error) {
+        if (error && typeof error === 'object') composition.appendErrors.add(error);
+        throw error;
+      }
+    };
+  }
+
+  /** The durability listener of `sessions.flush` (the world's persistence). */
+  flushed() {
+    const faults = this.op?.faults;
+    if (!faults) return;
+    if (faults.cancel_during_flush) this.op.caller.abort();
+    if (faults.flush_fails) throw new Error('flush failed (injected fault)');
+  }
+
+  onEvent(event) {
+    // dsh's agent publishes `agent/status` as a cordis event; a logged `agent/status` stands for it (DISAGREES D3).
+    if (event.type === 'agent/status' && event.data?.status === 'idle' && this.agent) {
+      const { agentEvents } = this.world.dsh.mods['dsh-agent'];
+      agentEvents(this.world.ctx, this.agent).emit('agent/status', { status: 'idle' });
+    }
+  }
+}
+
+/** The world's composition, created once per adapter process and rebuilt at every world.open. */
+export function composition(world) {
+  if (world.composition) return world.composition;
+  const comp = new Composition(world);
+  world.composition = comp;
+  const open = world.open.bind(world);
+  world.open = async (seed) => {
+    if (seed === undefined) comp.resetConfig();
+    const session = await open(seed);
+    comp.starts = 0;
+    await comp.compose();
+    return session;
+  };
+  return comp;
+}
+
+Composition.prototype.resetConfig = function resetConfig() {
+  this.policy = {};
+  this.prunerConfig = null;
+  this.window = null;
+  this.capacity = null;
+  this.queue = [];
+};
