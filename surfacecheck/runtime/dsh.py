@@ -149,3 +149,21 @@ def open_dsh(spec: str, timeout: float):
     argv, env = adapter_command(spec)
     return ProcessRuntime(" ".join(argv), timeout=timeout, argv=argv, env=env, name=spec,
                           handshake_timeout=max(timeout, 30.0))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m surfacecheck.runtime.dsh``: install the pinned packages into the cache (CI's setup step)."""
+    problem = spec_problem("dsh")
+    if problem:
+        print(f"surfacecheck: dsh runtime unavailable: {problem}", file=sys.stderr)
+        return 2
+    try:
+        print(modules_for("dsh"))
+    except RuntimeUnavailable as exc:
+        print(f"surfacecheck: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

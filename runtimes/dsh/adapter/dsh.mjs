@@ -12,6 +12,7 @@ export const MODULES_DIR = resolve(process.env.SURFACECHECK_DSH_MODULES || join(
 export const PACKAGES = [
   'cordis', 'dsh-session', 'dsh-session-projection', 'dsh-token-meter', 'dsh-compaction',
   'dsh-compaction-basic', 'dsh-compaction-tool-result-pruner', 'dsh-agent-loop', 'dsh-command-compact',
+  'dsh-agent', 'dsh-system-prompt', 'dsh-commands', // dependencies the policy level calls directly
 ];
 
 function entry(pkg) {

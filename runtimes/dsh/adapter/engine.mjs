@@ -3,6 +3,7 @@
 // lookup and summary streams) and one agent built with dsh-agent-loop's own ReactLoopAgent class.
 // Glue only: the engine, its listeners, the pruner, the transaction and the agent methods are dsh's.
 import { streamScript, DEFAULT_SCRIPT } from './summarizer.mjs';
+import { plugCommands } from './command.mjs';
 
 const AGENT_OPTIONS = { provider: 'model', model: 'model-summarizer' }; // the scripted summarizer's route
 
@@ -28,6 +29,7 @@ export class Composition {
     this.op = null;             // per-op world state (scripts, faults, controllers, observations)
     this.starts = 0;
     this.appendErrors = new WeakSet();
+    this.appendSeqs = new WeakMap();
     this.summarizerErrors = new WeakSet();
     this.warnings = [];
     world.observers.push((event) => { if (event.type === 'compaction/start') this.starts += 1; this.onEvent(event); });
@@ -64,24 +66,70 @@ export class Composition {
           throw error;
         }
       }
+      async compactRegion(start, end, agent, signal) {
+        const result = await super.compactRegion(start, end, agent, signal);
+        composition.op?.regions.push(result);
+        return result;
+      }
+      async compactNow(agent, signal, sourceCommandId) {
+        const record = composition.op?.maintenance;
+        try {
+          const result = await super.compactNow(agent, signal, sourceCommandId);
+          if (record) record.push({ result });
+          return result;
+        } catch (error) {
+          if (record) record.push({ error, aborted: signal.aborted });
+          throw error;
+        }
+      }
     }
     await ctx.plugin(ScriptedLlm);
-    if (this.prunerConfig !== null) {
-      const { ToolResultPruner } = mods['dsh-compaction-tool-result-pruner'];
-      await ctx.plugin(ToolResultPruner, this.prunerConfig);
-    }
-    await ctx.plugin(ScriptedEngine, this.policy);
-    this.engine = ctx.get('compaction');
-    ctx.logger.exporter({ export: (message) => { this.warnings.push(message); } });
+    this.EngineClass = ScriptedEngine;
+    this.forks = [];
+    await this.plugEngine();
+    ctx.logger.exporter({ levels: { default: 3 }, export: (message) => { if (message.type === 'warn') this.warnings.push(message); } });
     ctx.on('session/flush', () => this.flushed());
     this.session = session;
     this.wrapAppend(session);
     this.agent = this.makeAgent(session);
+    await plugCommands(this.world);
   }
 
+  /** (Re)plug the pruner and the engine with the configured policy. A reconfigure keeps the engine's per-agent
+   * state (the protocol's engine outlives `configure`; only reset/reload start a new one). */
+  async plugEngine() {
+    const { ctx } = this.world;
+    const old = this.engine;
+    for (const fork of this.forks) fork.dispose();
+    this.forks = [];
+    if (this.prunerConfig !== null) {
+      const { ToolResultPruner } = this.world.dsh.mods['dsh-compaction-tool-result-pruner'];
+      const fork = ctx.plugin(ToolResultPruner, this.prunerConfig);
+      await fork;
+      this.forks.push(fork);
+    }
+    const fork = ctx.plugin(this.EngineClass, this.policy);
+    await fork;
+    this.forks.push(fork);
+    this.engine = ctx.get('compaction');
+    if (old && old !== this.engine) {
+      for (const key of ['warnedPressureConfigTargets', 'overflowRetries', 'overflowAgents']) this.engine[key] = old[key];
+    }
+  }
+
+  /** dsh-agent-loop's agent, without its inbox and driver (the protocol drives steps itself): an object of
+   * ReactLoopAgent's class, so runMaintenance / status are dsh's methods, with dsh-agent's dispatcher and
+   * dsh-agent-loop's RuntimeContextProjection (spec 12) over this session. */
   makeAgent(session) {
-    const { ReactLoopAgent } = this.world.dsh.mods['dsh-agent-loop'];
-    return new ReactLoopAgent(this.world.ctx, 'surfacecheck', { ...AGENT_OPTIONS }, session);
+    const loop = this.world.dsh.mods['dsh-agent-loop'];
+    const { agentEvents } = this.world.dsh.mods['dsh-agent'];
+    const { ctx } = this.world;
+    const agent = Object.create(loop.ReactLoopAgent.prototype);
+    Object.assign(agent, { loopCtx: ctx, id: 'surfacecheck', options: { ...AGENT_OPTIONS }, session, ctx,
+      phase: { kind: 'idle', lastTurn: 0 }, activityDone: Promise.resolve(), inbox: { hasPending: false } });
+    agent.dispatch = agentEvents(ctx, agent);
+    agent.runtimeContext = new loop.RuntimeContextProjection(ctx, session);
+    return agent;
   }
 
   contextFor(provider, model) {
@@ -97,7 +145,7 @@ export class Composition {
     const starts0 = this.starts;
     const fromQueue = scripts === null;
     const caller = new AbortController();
-    this.op = { scripts: scripts ?? this.queue, starts0, faults, caller, agent: null, record: [], concurrent: false };
+    this.op = { scripts: scripts ?? this.queue, starts0, faults, caller, agent: null, record: [], regions: [], maintenance: [], concurrent: false };
     this.warnings.length = 0;
     let value;
     try {
@@ -161,7 +209,10 @@ export class Composition {
       try {
         return original.call(this, type, data, opts);
       } catch (error) {
-        if (error && typeof error === 'object') composition.appendErrors.add(error);
+        if (error && typeof error === 'object') {
+          composition.appendErrors.add(error);
+          composition.appendSeqs.set(error, this.seq);
+        }
         throw error;
       }
     };
@@ -192,11 +243,14 @@ export function composition(world) {
   const open = world.open.bind(world);
   world.open = async (seed) => {
     if (seed === undefined) comp.resetConfig();
+    comp.agent = null;
+    comp.engine = null;
     const session = await open(seed);
     comp.starts = 0;
     await comp.compose();
     return session;
   };
+  comp.ready = world.session ? comp.compose() : Promise.resolve(); // the world opened before this module loaded
   return comp;
 }
 

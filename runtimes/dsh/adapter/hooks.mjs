@@ -6,7 +6,7 @@ const EXTRA = {
     'selectCompactableRange', 'compactSurfaceRegion', 'SurfaceChangedError', 'TargetPressureConfigError',
     'resolveConfig', 'routedTarget', 'summarizeWithLlm',
   ],
-  '/@deepseek-ai/dsh-agent-loop/lib/index.js': ['RuntimeContextProjection'],
+  '/@deepseek-ai/dsh-agent-loop/lib/index.js': ['RuntimeContextProjection', 'ReactLoopAgent'],
 };
 
 export async function load(url, context, nextLoad) {

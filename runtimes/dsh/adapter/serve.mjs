@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // surfacecheck-runtime/1 over dsh's own code (docs/protocol.md; runtimes/dsh/README.md).
 // Framing only: one JSON request per stdin line, one response per stdout line, diagnostics on stderr.
+import './register.mjs'; // module hooks first: expose dsh bundle internals (hooks.mjs)
 import { createInterface } from 'node:readline';
 import { loadDsh } from './dsh.mjs';
 import { install as installClock } from './clock.mjs';
