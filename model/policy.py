@@ -158,7 +158,12 @@ def on_request_error(session: Session, state: OverflowState, failure_code: str, 
                      signal_aborted: bool = False) -> tuple[Outcome, OverflowState, bool]:
     """The `agent/request-error` listener (spec 10.2). Returns (outcome, new state, retry?).
 
-    A retry is authorized only when the generation advanced (seed §12: progress is the proof)."""
+    A retry is authorized only when the generation advanced (seed §12: progress is the proof). With
+    ``auto: false`` there is no listener at all (spec 9.3: `BasicCompactionEngine`'s constructor calls
+    `_registerAutomaticCompaction()` only `if (this.config.auto)`; found by the dsh lockstep, D2)."""
+    if not env.policy.compaction.auto:
+        return Outcome(session, labels=("auto: false: no agent/request-error listener is registered; next()",)), \
+            state, False
     if failure_code != "CONTEXT_WINDOW_EXCEEDED" or signal_aborted:
         return Outcome(session, labels=("request error: not an overflow, or cancelled; next()",)), state, False
     state = OverflowState(state.retries, True)

@@ -167,6 +167,8 @@ def finding_section(f: dict) -> list[str]:
              f"**Observed vs expected** at step {f['step']} of {f['trace']['steps']}: {f['message']}", "",
              f"- observed: {_value(f['observed'])}", f"- expected: {_value(f['expected'])}", "",
              f"**Explanation**: {f['explanation']}", ""]
+    if f.get("shown_on"):
+        lines += [f"**Shown on**: {shown_on_text(f['shown_on'])}", ""]
     if f["trace"]["replay"]:
         lines += [f"**Reproduce** (exit 1 while dsh behaves so): `{f['trace']['replay']}`", ""]
     if f["found_by"]:
@@ -177,6 +179,18 @@ def finding_section(f: dict) -> list[str]:
         lines += ["**The witness, drawn** (replayed on the model runtime):", "", "```text",
                   *draw_trace(_resolve(f["trace"]["path"]), f["step"]), "```", ""]
     return lines
+
+
+SHOWN_ON_NAMES = (("model", "the model"), ("embedded", "embedded"), ("dsh_library", "dsh's library (npm 0.1.0-rc.8)"))
+
+
+def shown_on_text(shown: dict) -> str:
+    """Where the finding has been shown (registry ``shown_on``): each runtime yes / no / not run, and the e2e seed."""
+    word = {True: "yes", False: "no", None: "not run (level not served)"}
+    parts = [f"{name} {word[shown.get(key)]}" for key, name in SHOWN_ON_NAMES]
+    binary = shown.get("dsh_binary")
+    parts.append(f"the shipped binary: {'yes, e2e seed `' + binary + '`' if binary else 'not shown'}")
+    return "; ".join(parts)
 
 
 def _evidence_cells(e: dict) -> tuple[str, str, str, str]:

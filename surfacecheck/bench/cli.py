@@ -31,8 +31,10 @@ size (setup, untimed); then each append of a batch is timed alone and the median
 Variants (runtime embedded): (a) projection — the embedded O(1) shadow-price projection;
 (b) incremental — the embedded incremental meter; (c) copy-on-append — an immutable per-node fold;
 (d) recount — re-price the whole surface; (e) bare-pricing — estimateMessage of one message.
-Runtime model: the reference model's claim fold against (c)-(e). A cmd:COMMAND runtime (or a
-registered BASE:VARIANT) gets one `bench` protocol request and times its own appends in-process.
+Runtime model: the reference model's claim fold against (c)-(e). A cmd:COMMAND runtime (or dsh, or a
+registered BASE:VARIANT) gets one `bench` protocol request and times its own appends in-process; it
+may report further series beside its projection (dsh: the contextPressure unit, the meter's
+foldSurfaceTokens and TokenMeter.measure()), shown alongside and selectable with --gated NAME.
 
 The cost model (elementary operations per append) comes from the same run and is exact.
 --check: exit 1 when the gated variant's largest/smallest median exceeds {MAX_RATIO} or its median
@@ -75,7 +77,8 @@ def register(commands) -> None:
                    help=f"in-process variants to time (default: all for the runtime); known: {', '.join(VARIANTS)}")
     p.add_argument("--gated", metavar="NAME", default=None,
                    help="the variant --check judges (default: the runtime's projection); e.g. --gated "
-                        "copy-on-append shows the gate failing")
+                        "copy-on-append shows the gate failing. Over the protocol: a series the runtime "
+                        "reports, e.g. --runtime dsh --gated meter-measure (dsh's O(surface) meter fold)")
     p.add_argument("--memory-events", nargs="*", type=_size, default=list(DEFAULT_MEMORY_EVENTS), metavar="N",
                    help="log lengths at which to measure each live variant's state size with tracemalloc "
                         "(default: 1e3 1e6; none to skip)")
@@ -107,8 +110,10 @@ def _usage_problem(args) -> str | None:
         names = names + [args.gated]
     if measure.in_process(args.runtime):
         return measure.validate_variants(names)
-    if args.variants or (args.gated and args.gated != "runtime"):
-        return "--variants/--gated apply to in-process runtimes (model, embedded) only"
+    if args.variants or (args.gated and args.gated in VARIANTS):
+        return ("--variants and the in-process variants' names for --gated apply to in-process runtimes (model, "
+                "embedded) only; over the protocol --gated names a series the runtime reports (runtime, or e.g. "
+                "meter-measure for dsh)")
     return None
 
 
@@ -144,14 +149,19 @@ def run_bench(args) -> int:
     else:
         err.write("surfacecheck bench: sending the bench request; the runtime times its own appends ...\n")
         try:
-            series, memory = measure.bench_protocol(args.runtime, sizes, args.appends), {}
+            result = measure.bench_request(args.runtime, sizes, args.appends)
+            series, memory, info = measure.series_from_result(result), {}, measure.runtime_info(result)
         except (measure.RuntimeUnavailable, measure.ProtocolError) as exc:
             return _fail(args, f"runtime {args.runtime} could not bench: {exc}", EXIT_INCONCLUSIVE)
         except ValueError as exc:  # an unknown BASE:VARIANT spelling
             return _fail(args, str(exc), EXIT_USAGE)
+        problem = measure.protocol_series_problem(series, gated)
+        if problem:
+            return _fail(args, problem, EXIT_USAGE)
     verdict = measure.judge(series, gated, args.check)
     host["loadavg_after"] = measure.machine()["loadavg"]
-    report = measure.build_report(args.runtime, args.seed, sizes, series, memory, verdict, host)
+    report = measure.build_report(args.runtime, args.seed, sizes, series, memory, verdict, host,
+                                  None if measure.in_process(args.runtime) else info)
     plot_path = write_plot(report["variants"], report_dir / PLOT_FILE,
                            f"per-append cost, runtime {args.runtime} — {host['cpu']}, {host['cpus']} CPUs "
                            f"(load {host['loadavg']})")
@@ -167,6 +177,8 @@ def run_bench(args) -> int:
 def _ns(value: float | None) -> str:
     if value is None:
         return "-"
+    if value < 10**3:
+        return f"{value:.0f} ns"
     if value < 10**6:
         return f"{value / 1000:.1f} µs"
     return f"{value / 10**6:.1f} ms" if value < 10**9 else f"{value / 10**9:.2f} s"
@@ -205,5 +217,11 @@ def format_human(report: dict) -> str:
                      f"pricing: held" + ("" if gate["checked"] else " (informational; --check enforces it)"))
     for failure in gate["failures"]:
         lines.append(f"gate: FAILED {failure}" + ("" if gate["checked"] else " (informational; --check enforces it)"))
+    for name, other in gate.get("beside", {}).items():
+        ratio = other["ratio"]
+        lines.append(f"beside the gate: {name} ratio {f'{ratio:.2f}' if ratio is not None else '-'} "
+                     f"(expected {other['expected']})"
+                     + (": did not rise; the sizes may be too close to tell" if name in gate.get("beside_flat", ())
+                        else ""))
     lines += [f"plot: {report['plot']}", f"report: {report['report']}", f"verdict: {report['verdict']}"]
     return "\n".join(lines) + "\n"

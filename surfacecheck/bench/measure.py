@@ -64,6 +64,11 @@ def bench_in_process(variant_names: list[str], sizes: list[int], *, seed: int, b
 
 def bench_protocol(runtime: str, sizes: list[int], appends: int | None) -> dict[str, Series]:
     """One ``bench`` request to ``runtime``; RuntimeUnavailable / ProtocolError propagate (inconclusive)."""
+    return series_from_result(bench_request(runtime, sizes, appends))
+
+
+def bench_request(runtime: str, sizes: list[int], appends: int | None) -> dict[str, Any]:
+    """The raw ``bench`` result of ``runtime`` (its series are read by :func:`series_from_result`)."""
     handle = open_runtime(runtime)  # the handshake gets the ordinary timeout: a hung child is killed fast
     if hasattr(handle, "timeout"):
         handle.timeout = PROTOCOL_TIMEOUT  # only the bench request itself may take long
@@ -71,14 +76,19 @@ def bench_protocol(runtime: str, sizes: list[int], appends: int | None) -> dict[
         args: dict[str, Any] = {"sizes": sizes}
         if appends is not None:
             args["appends"] = appends
-        result = handle.call("bench", args)
+        return handle.call("bench", args)
     finally:
         handle.close()
-    return series_from_result(result)
+
+
+EXPECTATIONS = ("constant", "linear")
 
 
 def series_from_result(result: dict[str, Any]) -> dict[str, Series]:
-    """A ``bench`` result as series ``runtime`` (and ``bare-pricing`` when it reports a floor)."""
+    """A ``bench`` result as series: ``runtime`` (the gated subject, ``ns_per_append``), ``bare-pricing``
+    when it reports a floor, and each further series the runtime names in ``series``
+    (``{name: {"label", "expected", "ns_per_append", "ops_per_append"?}}``, e.g. dsh's meter fold beside
+    its projection fold): shown in the same table and plot, and selectable with ``--gated NAME``."""
     if isinstance(result.get("error"), dict):
         raise RuntimeUnavailable("protocol", f"bench refused: {result['error'].get('message')}")
     timings = result.get("ns_per_append")
@@ -89,10 +99,21 @@ def series_from_result(result: dict[str, Any]) -> dict[str, Series]:
     floor = result.get("floor_ns_per_append")
     if isinstance(floor, dict) and floor:
         out[FLOOR] = _series(FLOOR, VARIANTS[FLOOR].label, floor, {})
+    extra = result.get("series") or {}
+    if not isinstance(extra, dict):
+        raise RuntimeUnavailable("protocol", "bench result's series is not an object")
+    for name, spec in extra.items():
+        if name in out or not isinstance(spec, dict):
+            raise RuntimeUnavailable("protocol", f"bench result's series {name!r} is a duplicate or not an object")
+        figures = spec.get("ns_per_append")
+        if not isinstance(figures, dict) or not figures:
+            continue  # a series the runtime could not measure here
+        expected = spec.get("expected") if spec.get("expected") in EXPECTATIONS else "constant"
+        out[name] = _series(name, str(spec.get("label") or name), figures, spec.get("ops_per_append") or {}, expected)
     return out
 
 
-def _series(name: str, label: str, timings: dict, ops: dict) -> Series:
+def _series(name: str, label: str, timings: dict, ops: dict, expected: str = "constant") -> Series:
     try:
         points = sorted((Point(int(size), 0, float(ns), float(ops[size]) if size in ops else None)
                          for size, ns in timings.items()), key=lambda p: p.size)
@@ -100,31 +121,62 @@ def _series(name: str, label: str, timings: dict, ops: dict) -> Series:
         raise RuntimeUnavailable("protocol", f"bench result is malformed: {exc}") from None
     if any(not p.median_ns > 0 for p in points):
         raise RuntimeUnavailable("protocol", "bench result has a non-positive time per append")
-    return Series(name, label, "constant", points)
+    return Series(name, label, expected, points)
 
 
 def judge(series: dict[str, Series], gated: str, check: bool) -> dict[str, Any]:
-    """The gate's and the cost model's findings (the gate only decides the exit status with ``check``)."""
+    """The gate's and the cost model's findings (the gate only decides the exit status with ``check``).
+
+    ``beside``: every other series' ratio and expectation, for the record (e.g. dsh's meter fold growing
+    next to its flat projection fold); ``beside_flat`` names the linear-expected ones that did not rise
+    above the gate's ratio (information: the sizes may be too close to tell O(1) from O(surface))."""
     failures = gate(series, gated) if gated in series else [f"no variant {gated!r} was measured"]
     costed = {name: s for name, s in series.items() if all(p.ops is not None for p in s.points) and s.points}
+    beside = {name: {"label": s.label, "expected": s.expected, "ratio": _finite_ratio(s)}
+              for name, s in series.items() if name not in (gated, FLOOR) and s.points}
     return {
         "checked": check, "gated": gated, "floor": FLOOR if FLOOR in series else None,
         "max_ratio": MAX_RATIO, "max_floor_factor": MAX_FLOOR_FACTOR,
         "held": not failures, "failures": failures,
         "cost_model": {name: growth(s) for name, s in costed.items()},
-        "cost_model_failures": cost_model_failures(costed) if gated != "runtime" else [],
+        "cost_model_failures": cost_model_failures(costed) if gated != "runtime" and gated in VARIANTS else [],
+        "beside": beside,
+        "beside_flat": [name for name, b in beside.items()
+                        if b["expected"] == "linear" and b["ratio"] is not None and b["ratio"] <= MAX_RATIO],
     }
 
 
+def _finite_ratio(s: Series) -> float | None:
+    ratio = s.ratio
+    return None if ratio != ratio else round(ratio, 3)
+
+
+def protocol_series_problem(series: dict[str, Series], gated: str) -> str | None:
+    """``--gated NAME`` over the protocol must name a series the runtime reported (a usage error otherwise)."""
+    if gated in series:
+        return None
+    return f"--gated {gated!r}: the runtime reported no such series; it reported {', '.join(series)}"
+
+
 def build_report(runtime: str, seed: int, sizes: list[int], series: dict[str, Series], memory: dict,
-                 verdict: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
+                 verdict: dict[str, Any], host: dict[str, Any], runtime_info: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
     status = "violated" if verdict["checked"] and not verdict["held"] else "held" if verdict["checked"] else "measured"
     return {
         "schema": SCHEMA, "runtime": runtime, "seed": seed, "sizes": sizes, "machine": host,
         "verdict": status, "exit_code": 1 if status == "violated" else 0,
         "variants": {name: s.to_json() for name, s in series.items()},
         "memory_bytes": memory, "gate": verdict,
+        **({"runtime_info": runtime_info} if runtime_info else {}),
     }
+
+
+RUNTIME_INFO_KEYS = ("variant", "unavailable", "raw_folds_via", "checks", "setup_ms", "seconds", "node")
+
+
+def runtime_info(result: dict[str, Any]) -> dict[str, Any]:
+    """What a runtime says about its own bench run besides the figures (kept in the report as-is)."""
+    return {key: result[key] for key in RUNTIME_INFO_KEYS if key in result}
 
 
 def validate_variants(names: list[str]) -> str | None:
@@ -135,5 +187,6 @@ def validate_variants(names: list[str]) -> str | None:
 
 
 __all__ = ["ProtocolError", "RuntimeUnavailable", "runtime_problem", "bench_in_process", "bench_protocol",
+           "bench_request", "series_from_result", "protocol_series_problem", "runtime_info",
            "build_report", "judge",
            "machine", "default_gated", "default_variants", "in_process", "validate_variants"]

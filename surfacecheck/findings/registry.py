@@ -16,7 +16,11 @@ DEFAULT_PATH = Path(properties.__file__).resolve().parent / "findings.json"
 CLASSES = ("defect", "tradeoff")
 FIELDS = ("id", "gap", "class", "promise", "reason", "trace", "source", "explanation")
 """Required, non-empty strings; ``seed`` is optional (a string when present)."""
-OPTIONAL = ("seed",)
+OPTIONAL = ("seed", "shown_on")
+SHOWN_ON = ("model", "embedded", "dsh_library", "dsh_binary")
+"""Where a finding has been shown: ``model`` / ``embedded`` / ``dsh_library`` (the witness replayed through
+``--runtime dsh``, dsh's own npm code) are true, false or null (not run: the level is not served);
+``dsh_binary`` names the e2e seed script that reproduces it on the shipped runtime, or null."""
 
 
 class RegistryError(ValueError):
@@ -37,11 +41,12 @@ class Finding:
     source: str = ""
     explanation: str = ""
     seed: str | None = None
+    shown_on: dict | None = None
 
     def to_json(self) -> dict:
         return {"id": self.id, "gap": self.gap, "class": self.klass, "promise": self.promise,
                 "reason": self.reason, "trace": self.trace, "source": self.source,
-                "explanation": self.explanation, "seed": self.seed}
+                "explanation": self.explanation, "seed": self.seed, "shown_on": self.shown_on}
 
 
 def load(path: str | Path | None = None) -> list[Finding]:
@@ -70,6 +75,12 @@ def load(path: str | Path | None = None) -> list[Finding]:
                                 f"(every entry needs non-empty strings {', '.join(FIELDS)})")
         if "seed" in entry and (not isinstance(entry["seed"], str) or not entry["seed"].strip()):
             raise RegistryError(f"{where}: seed, when present, must be a non-empty string (a seed essay section)")
+        shown = entry.get("shown_on")
+        if shown is not None and (not isinstance(shown, dict) or set(shown) - set(SHOWN_ON) or any(
+                not (v is None or isinstance(v, bool)) for k, v in shown.items() if k != "dsh_binary")
+                or not (shown.get("dsh_binary") is None or isinstance(shown.get("dsh_binary"), str))):
+            raise RegistryError(f"{where}: shown_on is {{model, embedded, dsh_library: true|false|null, "
+                                f"dsh_binary: e2e seed name|null}}")
         if entry["id"] in seen:
             raise RegistryError(f"{where}: duplicate id {entry['id']!r}")
         if entry["class"] not in CLASSES:
@@ -79,7 +90,7 @@ def load(path: str | Path | None = None) -> list[Finding]:
         seen.add(entry["id"])
         found.append(Finding(entry["id"], entry["gap"], entry["class"], entry["promise"], entry["reason"],
                              entry["trace"], (path.parent / entry["trace"]).resolve(), entry["source"],
-                             entry["explanation"], entry.get("seed")))
+                             entry["explanation"], entry.get("seed"), entry.get("shown_on")))
     return found
 
 

@@ -256,7 +256,7 @@ def findings_section(known: list[dict], new: list[dict]) -> list[dict]:
                     "trace": _trace_info(k.get("trace_path"), k["steps"]), "step": v.get("step"),
                     "message": v.get("message"), "observed": v.get("observed"), "expected": v.get("expected"),
                     "source": k["source"], "explanation": k["explanation"], "found_by": k["found_by"],
-                    "runtime_reproduces": k["runtime_reproduces"]})
+                    "runtime_reproduces": k["runtime_reproduces"], "shown_on": k.get("shown_on")})
     for n in new:
         v = n["violation"]
         out.append({"id": f"NEW-{n['promise']}", "class": "new", "status": "new", "gap": None,

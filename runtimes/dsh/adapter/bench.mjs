@@ -9,16 +9,23 @@
 // Then the next batch of events is appended and each surface append is timed alone
 // (process.hrtime.bigint) through dsh's code; the figure per size is the median. Series:
 //
-//   runtime (ns_per_append)  the registered `contextPressure` projection unit's `apply` (TokenMeter's
-//                            definition; it rides the internal `foldSurfaceProjection`) — the O(1) claim
+//   ns_per_append (gated)    `foldSurfaceProjection(claim, event)`, the O(1) shadow-price fold internal to
+//                            dsh-token-meter (bench-hooks.mjs exports it); without the hook, the unit below
 //   floor_ns_per_append      `tokenMeter.estimateMessage` of the appended message (derived outside the
 //                            timed call): the bare pricing
-//   fold-projection          `foldSurfaceProjection(claim, event)` itself (bench-hooks.mjs exports it)
+//   projection-unit          the registered `contextPressure` unit's `apply` (TokenMeter's definition,
+//                            riding the fold; its state's object spreads are a constant on top)
 //   fold-tokens              `foldSurfaceTokens(nodes, event)`, the meter's positional fold: copies the
 //                            priced node array on every append
 //   meter-measure            `tokenMeter.measure(session)` after each append: the meter's lazy sync
 //                            (`session.events` snapshot + `foldSurfaceTokens`) plus measure's
 //                            `structuredClone` + `deepFreeze` of the node array
+//
+// The O(1) series are timed after every size is built: their state at a size is a handful of numbers
+// (the claim itself), so each size's batch is re-folded from that size's saved state, PASSES times,
+// the sizes interleaved, after an untimed warm-up (V8 compiles dsh's folds over the first thousands of
+// calls; a throwaway session is run through WARMUP_SIZES first). The linear series are timed at their
+// size, in order, over fewer appends at large sizes (benchmarks/harness.py `linear_appends`).
 //
 // Every timed call is a call into dsh's installed bundles; the adapter only generates events and keeps
 // the clock. Setup of the meter (whose prefix replay is O(S^2) by design) is made linear without touching
@@ -243,7 +250,7 @@ function gc() {
   if (collect === undefined) {
     try { setFlagsFromString('--expose-gc'); collect = runInNewContext('gc'); } catch { collect = null; }
   }
-  if (collect && !process.env.SURFACECHECK_BENCH_NOGC) collect();
+  if (collect) collect();
 }
 
 const now = process.hrtime.bigint;
@@ -273,24 +280,7 @@ function timeAppends(events, budget, step) {
   return times;
 }
 
-/** The O(1) series' samples: one untimed pass (compiles the timing loop with dsh's code it calls), then
- * PASSES timed passes over the same events from the same state (the folds are pure), pooled. */
 const PASSES = Number(process.env.SURFACECHECK_BENCH_PASSES || 5);
-function passes(reset, pass) {
-  reset();
-  pass();
-  const all = [];
-  const meds = [];
-  for (let i = 0; i < PASSES; i++) {
-    reset();
-    gc();
-    const times = pass();
-    meds.push(median(times));
-    for (const t of times) all.push(t);
-  }
-  if (process.env.SURFACECHECK_BENCH_DEBUG) process.stderr.write(`pass medians ${meds.join(' ')}\n`);
-  return all;
-}
 
 /** Time `step(item)` alone for each item. */
 function timeEach(items, step) {
@@ -333,6 +323,12 @@ function measureSizes({ Session, deriveEventMessage, meter, unit, folds }, sizes
   const out = Object.fromEntries(names.map((n) => [n, { ns: {}, appends: {} }]));
   const checks = {};
   const setupMs = {};
+  const deferred = [];
+  const record = (name, size, times) => {
+    if (times.length === 0) return;
+    out[name].ns[size] = median(times);
+    out[name].appends[size] = times.length;
+  };
   for (const size of sizes) {
     // -- setup (untimed): grow the surface to `size`; the O(1) folds see every event, the meter catches up.
     const t0 = performance.now();
@@ -378,37 +374,49 @@ function measureSizes({ Session, deriveEventMessage, meter, unit, folds }, sizes
         meterTimes.push(Number(b - a));
       }
     }
-    // -- phase 2: the same committed events through each O(1) series in turn (each once untimed from the
-    // same state, so its timing loop is compiled as well as dsh's code it calls), then the meter's fold.
-    const runtimeStep = (event) => { unitState = unit.apply(unitState, event); };
-    const unitAt = unitState;
-    const runtimeTimes = passes(() => { unitState = unitAt; }, () => timeAppends(events, Infinity, runtimeStep));
-    const messages = events.filter(isAppend).map(deriveEventMessage); // derived outside the timed call
-    let floorSink = 0;
-    const floorStep = (message) => { floorSink += estimateMessage(message); };
-    const floorTimes = passes(() => {}, () => timeEach(messages, floorStep));
-    let foldTimes = [];
+    // -- the meter's own fold over the same events, from the nodes it held at the start of the batch.
     let tokensTimes = [];
     if (!folds.error) {
-      const [claimAt, totalAt] = [claim, rawTotal];
-      const foldStep = (event) => {
-        const r = folds.foldSurfaceProjection(claim, event);
-        claim = r.claim;
-        rawTotal += r.deltaTokens;
-      };
-      foldTimes = passes(() => { [claim, rawTotal] = [claimAt, totalAt]; }, () => timeAppends(events, Infinity, foldStep));
       gc();
       let nodes = nodesAtStart;
       tokensTimes = timeAppends(events.filter((e) => e.surfaceOp !== undefined), cap, (event) => { nodes = folds.foldSurfaceTokens(nodes, event).nodes; });
     }
-    if (floorSink < 0) throw new Error('unreachable');
-    for (const [name, times] of [['runtime', runtimeTimes], ['floor', floorTimes], ['fold-projection', foldTimes],
-      ['fold-tokens', tokensTimes], ['meter-measure', meterTimes]]) {
-      if (times.length === 0) continue;
-      out[name].ns[reached] = median(times);
-      out[name].appends[reached] = times.length;
+    // -- the O(1) folds: their state at this size is kept with the batch (timed below); then they fold on.
+    deferred.push({ reached, events, messages: events.filter(isAppend).map(deriveEventMessage), unitAt: unitState, claimAt: claim, totalAt: rawTotal });
+    for (const event of events) foldO1(event);
+    for (const [name, times] of [['fold-tokens', tokensTimes], ['meter-measure', meterTimes]]) record(name, reached, times);
+  }
+  // -- phase 2: the O(1) series. Their state at a size is a handful of numbers (that is the claim): each
+  // size's batch is re-folded from that size's state, the sizes interleaved pass by pass so that load from
+  // other processes and V8's tiering fall on every size alike. One untimed pass first, then PASSES timed.
+  let unitState2, claim2, total2, floorSink = 0;
+  const runtimeStep = (event) => { unitState2 = unit.apply(unitState2, event); };
+  const foldStep = (event) => {
+    const r = folds.foldSurfaceProjection(claim2, event);
+    claim2 = r.claim;
+    total2 += r.deltaTokens;
+  };
+  const floorStep = (message) => { floorSink += estimateMessage(message); };
+  const samples = deferred.map(() => ({ runtime: [], floor: [], 'fold-projection': [] }));
+  for (let pass = 0; pass <= PASSES; pass++) {
+    for (let k = 0; k < deferred.length; k++) {
+      const index = (k + pass) % deferred.length;
+      const d = deferred[index];
+      const into = pass === 0 ? { runtime: [], floor: [], 'fold-projection': [] } : samples[index];
+      unitState2 = d.unitAt;
+      into.runtime.push(...timeAppends(d.events, Infinity, runtimeStep));
+      into.floor.push(...timeEach(d.messages, floorStep));
+      if (!folds.error) {
+        claim2 = d.claimAt;
+        total2 = d.totalAt;
+        into['fold-projection'].push(...timeAppends(d.events, Infinity, foldStep));
+      }
     }
   }
+  if (floorSink < 0) throw new Error('unreachable');
+  deferred.forEach((d, index) => {
+    for (const [name, times] of Object.entries(samples[index])) record(name, d.reached, times);
+  });
   return { out, checks, setupMs };
 }
 
@@ -426,23 +434,28 @@ async function runBench(world, args) {
     meter, unit: reg.def, folds };
   measureSizes(subject, WARMUP_SIZES, BATCH_EVENTS, seed + 1); // untimed warm-up on a throwaway session
   const { out, checks, setupMs } = measureSizes(subject, sizes, batch, seed);
+  // The gated series (`ns_per_append`) is the projection fold itself; without the load hook, the unit
+  // that rides it. The contextPressure unit adds its state's object spreads: O(1), a constant above the fold.
+  const raw = !folds.error;
+  const primary = raw ? 'fold-projection' : 'runtime';
   const series = {
-    'fold-projection': { label: 'dsh foldSurfaceProjection (O(1) claim fold)', expected: 'constant' },
-    'fold-tokens': { label: "dsh foldSurfaceTokens (meter's node-array fold)", expected: 'linear' },
-    'meter-measure': { label: 'dsh TokenMeter.measure() after each append', expected: 'linear' },
+    ...(raw ? { 'projection-unit': { label: 'dsh contextPressure unit apply', expected: 'constant', from: 'runtime' } } : {}),
+    'fold-tokens': { label: "dsh foldSurfaceTokens (meter's fold)", expected: 'linear', from: 'fold-tokens' },
+    'meter-measure': { label: 'dsh TokenMeter.measure() per append', expected: 'linear', from: 'meter-measure' },
   };
   for (const [name, s] of Object.entries(series)) {
-    s.ns_per_append = out[name].ns;
-    s.appends = out[name].appends;
+    s.ns_per_append = out[s.from].ns;
+    s.appends = out[s.from].appends;
+    delete s.from;
     if (Object.keys(s.ns_per_append).length === 0) delete series[name];
   }
   return {
-    ns_per_append: out.runtime.ns,
+    ns_per_append: out[primary].ns,
     floor_ns_per_append: out.floor.ns,
-    appends: out.runtime.appends,
-    variant: 'dsh contextPressure unit apply, rides foldSurfaceProjection',
+    appends: out[primary].appends,
+    variant: raw ? 'dsh foldSurfaceProjection' : 'dsh contextPressure unit apply, rides foldSurfaceProjection',
     series,
-    ...(folds.error ? { unavailable: { 'fold-projection': folds.error, 'fold-tokens': folds.error } } : { raw_folds_via: folds.via }),
+    ...(raw ? { raw_folds_via: folds.via } : { unavailable: { 'fold-projection': folds.error, 'fold-tokens': folds.error } }),
     checks,
     setup_ms: setupMs,
     seconds: Math.round(performance.now() - started) / 1000,

@@ -119,7 +119,6 @@ export function ops(world) {
     });
     const wrote = session.events.length > before;
     const last = record.at(-1);
-    if (process.env.SCX_DEBUG) process.stderr.write(`pre_step record=${record.length} warnings=${JSON.stringify(comp.warnings).slice(0, 600)}\n`);
     const kind = auto ? pressureKind(record, wrote) : 'disabled';
     // an attempt that failed after an earlier durable success still reports that success (spec 9.2 step 11)
     const reply = { kind, result: resultJson(last?.error !== undefined ? regions.at(-1) ?? null : last?.result ?? null), failure: failureOf(comp, last?.error), measured: measured(kind) };
@@ -159,7 +158,6 @@ export function ops(world) {
       () => Promise.resolve(undefined));
     });
     const last = record.at(-1);
-    if (process.env.SCX_DEBUG) process.stderr.write(`request_error record=${record.length} warnings=${JSON.stringify(comp.warnings.map(String))} engine=${!!comp.engine} route=${JSON.stringify(basic.routedTarget(world.session))}\n`);
     return { kind: action?.kind === 'retry' ? 'retry' : 'next', retries: comp.engine.overflowRetries.get(agent) ?? 0,
       result: resultJson(last?.error !== undefined ? regions.at(-1) ?? null : last?.result ?? null),
       failure: failureOf(comp, last?.error), ...common };

@@ -151,7 +151,9 @@ class Engine:
                                                          aborted)
 
     def request_error(self, code: str, scripts, faults=NO_FAULTS, aborted: bool = False) -> tuple[TxOutcome, bool]:
-        """The `agent/request-error` listener: (outcome, retry?)."""
+        """The `agent/request-error` listener: (outcome, retry?); none is registered with ``auto: false`` (spec 9.3)."""
+        if not self.policy.compaction.auto:
+            return TxOutcome(), False
         if code != OVERFLOW_CODE or aborted:
             return TxOutcome(), False
         self.seen_overflow = True
