@@ -171,7 +171,8 @@ def test_dsh_stage_runs_the_lockstep_and_the_witnesses(tmp_path):
     assert levels[0] == "log" and all(level["steps"] > 0 for level in result.summary["verify"]["levels"])
     rows = result.summary["witnesses"]
     assert {r["id"] for r in rows} == {f.id for f in registry.load()}
-    assert any(r["reproduces"] for r in rows)
+    shown = {f.id: (f.shown_on or {}).get("dsh_library") for f in registry.load()}
+    assert {r["id"]: r["reproduces"] for r in rows} == shown  # the registry says where each finding is shown
 
 
 @pytest.mark.slow

@@ -95,7 +95,7 @@ def g7_shrink_floor() -> Trace:
 
 def g12_late_cancel() -> Trace:
     """§15 G12: the turn is aborted while the automatic summary runs; the summary returns and commits."""
-    s = Story().configure(200, auto=False).header().user("u-1", "x" * 800).user("u-2", "y" * 80).turn()
+    s = Story().configure(200).header().user("u-1", "x" * 800).user("u-2", "y" * 80).turn()
     s.op("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED", "summaries": [{"outcome": "late-cancel", "ratio": 0.1}]},
          "agent/request-error overflow; the turn is cancelled while the summarizer runs, which returns anyway")
     return s.trace("G12-automatic-ignores-cancellation", "promise-cancellation-respected", "policy")
@@ -104,7 +104,7 @@ def g12_late_cancel() -> Trace:
 def g16_partial_prune() -> Trace:
     """§15 G16: the overflow prune shrinks a tool result, the generation advances, retry; still over the window."""
     pruner = {"thresholdChars": 100, "headChars": 10, "tailChars": 10}
-    s = Story().configure(200, auto=False, toolResultPruner=pruner).header().user("u-1", "x" * 1200)
+    s = Story().configure(200, toolResultPruner=pruner).header().user("u-1", "x" * 1200)
     s.turn().step_start(1, 1).tool_round(1, 1, "call-1", "r" * 400)
     s.op("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED", "summaries": [{"outcome": "failure"}]},
          "agent/request-error overflow: prune lands, the summary fails; retry on pruning alone")
@@ -140,7 +140,7 @@ def g11_cancellation_wins() -> Trace:
 def g8_lock_bypass() -> Trace:
     """§15 G8: a failed compaction/end leaves the lock held; overflow recovery prunes anyway and retries."""
     pruner = {"thresholdChars": 100, "headChars": 10, "tailChars": 10}
-    s = Story().configure(200, auto=False, toolResultPruner=pruner).header().user("u-1", "x" * 1200)
+    s = Story().configure(200, toolResultPruner=pruner).header().user("u-1", "x" * 1200)
     s.turn().step_start(1, 1).tool_round(1, 1, "call-1", "r" * 400)
     s.op("compact", {"start": 1, "end": 1, "faults": {"fail_appends": ["compaction/end"]}},
          "compactRegion(u-1): the compaction/end append fails, the bracket stays open (orphan lock)")

@@ -18,7 +18,7 @@ export function reloadOp(world, comp) {
         try {
           session = scratch.sessions.create(undefined, { seed });
         } catch (err) {
-          const m = /seed (?:entry|event) (?:at )?(?:index |seq )?(\d+)/.exec(err.message);
+          const m = /seed (?:entry|event|\S+) (?:at )?(?:index |seq )(\d+)/.exec(err.message);
           return refusal('SeedError', 'seed', m ? Number(m[1]) : null, err.message);
         }
         try {
