@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .errors import ModelError
 from .jsvalue import js_length, js_stringify
 
 CHARS_PER_TOKEN = 4
@@ -139,29 +138,10 @@ def _tools_or_empty(header: Mapping[str, Any]) -> Sequence[Any]:
     return [] if tools is _UNDEFINED or tools is None else tools
 
 
-def _js_length(value: Any) -> int | None:
-    """`value.length` in JavaScript for a JSON value: arrays and strings have one, anything else is undefined."""
-    if isinstance(value, (list, tuple)):
-        return len(value)
-    if isinstance(value, str):
-        return js_length(value)
-    return None
-
-
 def _tools_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Tool schemas in order, each compared by `JSON.stringify` (request-header.ts `sameSchema`).
-
-    dsh evaluates `at.length === bt.length && at.every(...)` without checking that `tools` is an array:
-    a non-array `tools` whose `.length` equals the other side's (two equal strings, e.g. the corpus's
-    `"{{tools}}"` placeholder) reaches `at.every` and throws a TypeError, so `measure()` throws (found by
-    the lockstep against dsh's own code, runtimes/dsh/DIVERGENCES.md D1)."""
+    """Tool schemas in order, each compared by `JSON.stringify` (request-header.ts `sameSchema`)."""
     at, bt = _tools_or_empty(a), _tools_or_empty(b)
-    if not isinstance(at, (list, tuple)):
-        if _js_length(at) == _js_length(bt):
-            raise ModelError("headerEquals: TypeError: at.every is not a function (request/header tools is not an "
-                             "array)", rule="message-shape")
-        return False
-    return len(at) == _js_length(bt) and all(js_stringify(x) == js_stringify(y) for x, y in zip(at, bt))
+    return len(at) == len(bt) and all(js_stringify(x) == js_stringify(y) for x, y in zip(at, bt))
 
 
 def _marker(header: Mapping[str, Any], key: str) -> Any:

@@ -57,9 +57,6 @@ class ReplayResult:
     measurement: Measurement | None
     observability: Observability
     error: ModelError | None = None
-    measure_error: ModelError | None = None
-    """`measure()` after the last event threw though every event replayed (spec 4.3: headerEquals over a
-    request/header dsh cannot compare, e.g. the corpus's `"{{tools}}"` placeholder); `measurement` is None."""
 
     @property
     def ok(self) -> bool:
@@ -162,15 +159,14 @@ def replay(events: Iterable[Event], *, check_shapes: bool = False) -> ReplayResu
         lookup.remember(event, plan.kind != "none", plan.shadowed)
         previous = event
         count += 1
-    measurement, measure_error = None, None
+    measurement = None
     if error is None:
         try:
             measurement = measure_state(meter)
-        except ModelError as exc:  # the log replayed; only assembling a measurement over it throws
-            measure_error = exc
+        except ModelError as exc:  # pragma: no cover - measure_state has no failure path today
+            error = exc
     return ReplayResult(
         events=count, surface_nodes=surface.nodes, generation=surface.generation,
         replacements=tuple(replacements), projection_total=projection.total, recount_total=meter.surface_tokens,
         fully_metered=fully_metered, measurement=measurement, observability=observability, error=error,
-        measure_error=measure_error,
     )

@@ -154,11 +154,6 @@ def test_recorded_log(corpus, name):
         assert result.ok, f"{name}: {result.error.rule}: {result.error.message}"
         assert result.events == len(events)
         assert result.surface_nodes == fold.surface.nodes and result.generation == fold.surface.generation
-        if result.measure_error is not None:  # dsh's headerEquals throws on the corpus's "{{tools}}" placeholder
-            assert result.measurement is None and result.measure_error.rule == "message-shape"
-            headers = [e for e in events if e.type == "request/header"]
-            assert headers and isinstance(headers[-1].data["header"].get("tools"), str), name
-            return
         m = result.measurement
         assert m.seqs == result.surface_nodes                          # P1
         assert sum(t for _, t in m.nodes) == m.surface_tokens == result.recount_total   # P2

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
-from model.errors import ModelError
 from model.event import ABSENT
 from model.jsonl import read_log
 from model.replay import replay
@@ -83,12 +81,6 @@ def test_incremental_folds_match_replay(corpus):
             meter.observe(record)
             projection.observe(record)
         assert meter.seqs == list(result.surface_nodes), path.name
-        if result.measure_error is not None:  # headerEquals throws in dsh too (the "{{tools}}" placeholder)
-            with pytest.raises(ModelError):
-                meter.total
-            assert projection.total == result.projection_total, path.name
-            checked += 1
-            continue
         assert meter.prices == [tokens for _, tokens in result.measurement.nodes], path.name
         assert meter.total == result.measurement.total_tokens, path.name
         assert projection.total == result.projection_total, path.name

@@ -197,7 +197,7 @@ def _seeded(name: str):
 
 
 def _overflow_over_a_tool_unit() -> list[Step]:
-    s = witness.Story().configure(200, auto=False).header().user("u-1", "x" * 800).turn().step_start(1, 1)
+    s = witness.Story().configure(200).header().user("u-1", "x" * 800).turn().step_start(1, 1)
     s.tool_round(1, 1, "call-1", "r" * 400)
     return s.op("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED"}, "overflow: retain 0").steps
 

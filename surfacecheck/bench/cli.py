@@ -184,6 +184,10 @@ def _ns(value: float | None) -> str:
     return f"{value / 10**6:.1f} ms" if value < 10**9 else f"{value / 10**9:.2f} s"
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}" if value < 1000 else f"{value:.0f}"
+
+
 def _bytes(value: int) -> str:
     return f"{value} B" if value < 10**4 else f"{value / 1024:.0f} KiB" if value < 10**7 else f"{value / 2**20:.0f} MiB"
 
@@ -202,7 +206,7 @@ def format_human(report: dict) -> str:
         ratio = series["ratio"]
         lines.append(f"{series['label'][:41]:<42}" + "".join(f"{_ns(by_size.get(s, {}).get('median_ns')):>11}"
                                                               for s in sizes)
-                     + f"{(f'{ratio:.2f}' if ratio is not None else '-'):>9}   {ops_text}")
+                     + f"{_ratio(ratio):>9}   {ops_text}")
     for name, by_events in report["memory_bytes"].items():
         shown = ", ".join(f"{_bytes(b)} after {int(n):,} events" for n, b in by_events.items())
         lines.append(f"memory: {name} state {shown}")
@@ -218,8 +222,7 @@ def format_human(report: dict) -> str:
     for failure in gate["failures"]:
         lines.append(f"gate: FAILED {failure}" + ("" if gate["checked"] else " (informational; --check enforces it)"))
     for name, other in gate.get("beside", {}).items():
-        ratio = other["ratio"]
-        lines.append(f"beside the gate: {name} ratio {f'{ratio:.2f}' if ratio is not None else '-'} "
+        lines.append(f"beside the gate: {name} ratio {_ratio(other['ratio'])} "
                      f"(expected {other['expected']})"
                      + (": did not rise; the sizes may be too close to tell" if name in gate.get("beside_flat", ())
                         else ""))

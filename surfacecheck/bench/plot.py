@@ -55,6 +55,8 @@ def figure(variants: dict[str, dict[str, Any]], title: str):
         axis.grid(True, which="both", alpha=0.3)
         if axis.get_lines():
             axis.legend(fontsize=8)
+        elif axis is ops:
+            axis.text(0.5, 0.5, "no operation counts reported", transform=axis.transAxes, ha="center", va="center")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
