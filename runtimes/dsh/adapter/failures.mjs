@@ -19,6 +19,11 @@ export function failureOf(comp, error) {
   if (error instanceof basic.TargetPressureConfigError) return make('TargetPressureConfigError', 'target-pressure-config');
   if (error instanceof basic.SurfaceChangedError) return make('SurfaceChangedError', 'surface-changed');
   if (comp.summarizerErrors.has(error)) return make('SummarizerError', 'summarizer');
+  // tool-pairing.ts throws plain Errors prefixed "tool-pairing balance:" (a corrupt surface, spec 3)
+  if (error instanceof Error && error.constructor === Error && message.startsWith('tool-pairing balance:')) {
+    const m = /surface seq (\d+)/.exec(message);
+    return make('ToolPairingError', 'tool-pairing', m ? Number(m[1]) : null);
+  }
   if (error instanceof Error && error.constructor === Error) return make('CompactionError', 'compaction');
   return make('ModelError', 'message-shape');
 }
