@@ -19,10 +19,6 @@ CLASSNAME = "surfacecheck.dsh"
 SPEC = "dsh"
 
 
-def is_dsh(spec: str) -> bool:
-    return spec == SPEC or spec.startswith(SPEC + ":")
-
-
 def witness_reproduction(spec: str) -> list[dict]:
     """Per registered finding: does ``spec`` reproduce its witness (True / False / None = level not served)?"""
     from surfacecheck.findings import registry
@@ -38,11 +34,11 @@ def witness_reproduction(spec: str) -> list[dict]:
 
 def stage(ctx: CheckContext) -> StageResult:
     from surfacecheck.runtime.api import RuntimeUnavailable
-    from surfacecheck.runtime.dsh import spec_problem
+    from surfacecheck.runtime.dsh import is_dsh_spec, spec_problem
     from surfacecheck.verify.run import verify
 
     started = time.perf_counter()
-    if is_dsh(ctx.runtime):
+    if is_dsh_spec(ctx.runtime):
         note = f"the runtime under test is {ctx.runtime}: every stage above ran against dsh's own code"
         return StageResult("dsh", SKIPPED, {"skipped": note}, note + "\n", [], 0.0)
     problem = spec_problem(SPEC)

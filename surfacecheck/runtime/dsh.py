@@ -10,6 +10,7 @@ installed with ``npm ci`` into a cache on first use (``SURFACECHECK_CACHE``, def
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -23,10 +24,14 @@ ADAPTER = Path(__file__).resolve().parents[2] / "runtimes" / "dsh"
 SERVE = ADAPTER / "adapter" / "serve.mjs"
 MODULES_ENV = "SURFACECHECK_DSH_MODULES"
 NODE_ENV = "SURFACECHECK_NODE"
-PACKAGES = ("dsh-session", "dsh-session-projection", "dsh-token-meter", "dsh-compaction", "dsh-compaction-basic",
-            "dsh-compaction-tool-result-pruner", "dsh-agent-loop", "dsh-command-compact", "cordis")
+PACKAGES = tuple(json.loads((ADAPTER / "packages.json").read_text(encoding="utf-8"))["packages"])
 INSTALL_HINT = ("the dsh runtime needs Node.js >= 20 and npm on PATH (Debian: apt-get install nodejs npm), "
                 "or SURFACECHECK_NODE=/path/to/node")
+
+
+def is_dsh_spec(spec: str) -> bool:
+    """``dsh`` or ``dsh:DIR``."""
+    return spec == "dsh" or spec.startswith("dsh:")
 
 
 def node_binary() -> str | None:
@@ -151,18 +156,26 @@ def open_dsh(spec: str, timeout: float):
                           handshake_timeout=max(timeout, 30.0))
 
 
+def run_main(produce) -> int:
+    """A ``python -m`` entry point: print the folder ``produce()`` returns; exit 2 on a usage error, 3 when npm fails."""
+    try:
+        print(produce())
+    except ValueError as exc:
+        print(f"surfacecheck: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeUnavailable as exc:
+        print(f"surfacecheck: {exc}", file=sys.stderr)
+        return 3
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m surfacecheck.runtime.dsh``: install the pinned packages into the cache (CI's setup step)."""
     problem = spec_problem("dsh")
     if problem:
         print(f"surfacecheck: dsh runtime unavailable: {problem}", file=sys.stderr)
         return 2
-    try:
-        print(modules_for("dsh"))
-    except RuntimeUnavailable as exc:
-        print(f"surfacecheck: {exc}", file=sys.stderr)
-        return 3
-    return 0
+    return run_main(lambda: modules_for("dsh"))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from .api import RuntimeUnavailable
-from .dsh import cache_root, ensure_installed
+from .dsh import cache_root, ensure_installed, run_main
 
 DEFAULT = "dsh-session@0.1.1-rc.2"
 
@@ -62,15 +62,7 @@ def drift_tree(package_at_version: str = DEFAULT) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    try:
-        print(drift_tree(args[0] if args else DEFAULT))
-    except ValueError as exc:
-        print(f"surfacecheck: {exc}", file=sys.stderr)
-        return 2
-    except RuntimeUnavailable as exc:
-        print(f"surfacecheck: {exc}", file=sys.stderr)
-        return 3
-    return 0
+    return run_main(lambda: drift_tree(args[0] if args else DEFAULT))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -142,10 +142,7 @@ class ModelRuntime:
         """`TokenMeter.measure()` (spec 4.3): total, per-node prices, surface tokens, baseline."""
         if self.meter_error is not None:
             return refusal(self.meter_error)
-        try:
-            m = measure_state(self.meter)
-        except ModelError as exc:  # assembling the measurement threw (a header dsh cannot compare, spec 4.3)
-            return refusal(exc)
+        m = measure_state(self.meter)
         return {"total": m.total_tokens, "prices": [tokens for _, tokens in m.nodes],
                 "surface_tokens": m.surface_tokens, "baseline": {"kind": m.baseline.kind, "tokens": m.baseline.tokens}}
 

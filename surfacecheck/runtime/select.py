@@ -39,8 +39,8 @@ def runtime_problem(spec: str) -> str | None:
         return None
     if spec.startswith("cmd:"):
         return None if spec[4:].strip() else "runtime 'cmd:' needs a command after the colon, e.g. cmd:./my-runtime"
-    if spec == "dsh" or spec.startswith("dsh:"):
-        from .dsh import spec_problem
+    from .dsh import is_dsh_spec, spec_problem
+    if is_dsh_spec(spec):
         return spec_problem(spec)
     if ":" in spec and spec.split(":", 1)[0] in ("model", "embedded"):
         return None
@@ -58,8 +58,9 @@ def open_runtime(spec: str, *, timeout: float = DEFAULT_TIMEOUT) -> Runtime:
         return importlib.import_module("surfacecheck.runtime.embedded").EmbeddedRuntime()
     if spec.startswith("cmd:"):
         return importlib.import_module("surfacecheck.runtime.client").ProcessRuntime(spec[4:].strip(), timeout=timeout)
-    if spec == "dsh" or spec.startswith("dsh:"):
-        return importlib.import_module("surfacecheck.runtime.dsh").open_dsh(spec, timeout)
+    dsh = importlib.import_module("surfacecheck.runtime.dsh")
+    if dsh.is_dsh_spec(spec):
+        return dsh.open_dsh(spec, timeout)
     if spec not in _VARIANTS:
         for module in list(_VARIANT_PROVIDERS):
             importlib.import_module(module)

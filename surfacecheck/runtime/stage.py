@@ -123,8 +123,8 @@ def _corpus_equivalence(ctx: CheckContext, status: str, summary: dict, lines: li
         return VIOLATION if status == VIOLATION else INCONCLUSIVE
     finally:
         shared.close()
-    explained = [d for d in run["divergent"] if _tools_template_divergence(d)]
-    run["divergent"] = [d for d in run["divergent"] if not _tools_template_divergence(d)]
+    explained = [d for d in run["divergent"] if _tools_template_divergence(d, ctx.corpus)]
+    run["divergent"] = [d for d in run["divergent"] if d not in explained]
     run["explained"] = [{"source": d["source"], "log": d["log"], "why": EXPLAINED_D1} for d in explained]
     if explained:
         lines.append(f"corpus equivalence ({ctx.runtime}): {len(explained)} logs differ only as runtimes/dsh/"
@@ -149,20 +149,17 @@ EXPLAINED_D1 = ("D1: dsh's headerEquals calls tools.every on the corpus's \"{{to
                 "throws, so its measure() refuses; the model reads the template as the tool list it stands for")
 
 
-def _tools_template_divergence(d: dict) -> bool:
+def _tools_template_divergence(d: dict, corpus) -> bool:
     """D1 (runtimes/dsh/DIVERGENCES.md): the only difference is ``measure`` refused by dsh with an unreadable
     shape and no seq (headerEquals over the corpus's ``"{{tools}}"`` placeholder), where the model measured."""
     observed, expected = d.get("observed"), d.get("expected")
     return (d.get("op") == "measure" and isinstance(observed, dict) and isinstance(observed.get("error"), dict)
             and observed["error"].get("rule") == "message-shape" and isinstance(expected, dict)
-            and "error" not in expected and _has_tools_template(d))
+            and "error" not in expected and _has_tools_template(corpus, d))
 
 
-def _has_tools_template(d: dict) -> bool:
-    from surfacecheck.corpus import corpus_root
-
-    root = corpus_root()
-    path = None if root is None else root / d["source"] / d["log"]
+def _has_tools_template(corpus, d: dict) -> bool:
+    path = None if corpus is None else corpus / d["source"] / d["log"]
     try:
         return path is not None and '"tools":"{{tools}}"' in path.read_text(encoding="utf-8")
     except OSError:

@@ -9,11 +9,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 export const MODULES_DIR = resolve(process.env.SURFACECHECK_DSH_MODULES || join(here, '..', 'node_modules'));
 
-export const PACKAGES = [
-  'cordis', 'dsh-session', 'dsh-session-projection', 'dsh-token-meter', 'dsh-compaction',
-  'dsh-compaction-basic', 'dsh-compaction-tool-result-pruner', 'dsh-agent-loop', 'dsh-command-compact',
-  'dsh-agent', 'dsh-system-prompt', 'dsh-commands', // dependencies the policy level calls directly
-];
+/** The packages the adapter imports; ../packages.json is the one list (the Python side checks a modules folder with it). */
+export const PACKAGES = JSON.parse(readFileSync(join(here, '..', 'packages.json'), 'utf8')).packages;
 
 function entry(pkg) {
   const root = join(MODULES_DIR, '@deepseek-ai', pkg);
