@@ -154,15 +154,67 @@ def _value(value) -> str:
     return f"`{_compact(value, 200)}`"
 
 
+CLASS_WORDS = {
+    "defect": "a **defect**: dsh's own text promises what this breaks, and none of it gives the promise up",
+    "tradeoff": "a **tradeoff**: dsh's own text documents or intends this behaviour",
+    "design-question": "a **design question**: the promise is the design's (seed essay or spec); dsh's own text "
+                       "neither makes nor refuses it",
+    "new": "**new**: not in the registry yet, so CI fails until it is classified"}
+REACH_WORDS = {
+    "shipped-runtime": "the shipped dsh binary reproduces it",
+    "public-api": "dsh's own code reaches it through public calls, composed as shipped",
+    "foreign-producer": "only a producer dsh does not ship writes what it needs",
+    "not-reachable": "no shipped composition reaches it (latent)"}
+
+
+def quote_markdown(e: dict) -> str:
+    """A dsh quote as a Markdown line: the words, where they stand, whether they were found there."""
+    where = ("dsh's test inventory (spec §14.3)" if e.get("source") == "spec-14.3"
+             else f"`{e['package']}@{e['version']}` `{e['file']}`" + (f" line {e['line']}" if e.get("line") else ""))
+    check = e.get("check") or {}
+    seen = {True: "quoted verbatim from the installed package", False: "**not found there**",
+            None: f"not checked here ({check.get('why', 'no check run')})"}[check.get("found")]
+    return f"> {e['quote']}\n\n— {where}, {e['kind']} ({seen})"
+
+
+def argument_lines(f: dict) -> list[str]:
+    """The class argued from dsh's text and the reachability with its proof."""
+    lines: list[str] = []
+    if f.get("argument"):
+        lines += [f"**Why this class**: {f['argument']}", ""]
+    if f.get("evidence"):
+        lines += ["**dsh's own words**:", "", quote_markdown(f["evidence"]), ""]
+        for extra in f.get("evidence_also") or []:
+            lines += [quote_markdown(extra), ""]
+    if f.get("design_source"):
+        lines += [f"**Where the promise comes from**: {f['design_source']}", ""]
+    if f.get("searched"):
+        lines += [f"**Searched for text giving the promise up**: {f['searched']}", ""]
+    reach = f.get("reachability")
+    if reach:
+        lines += [f"**Reachability**: `{reach['kind']}`, {REACH_WORDS[reach['kind']]}. {reach['how']}", ""]
+        proof = reach.get("proof")
+        if isinstance(proof, dict) and proof.get("command"):
+            lines += [f"- proof: `{proof['command']}`"]
+        for row in proof if isinstance(proof, list) else []:
+            shown = {True: f"shows it at {row.get('at')}", False: "does **not** show it",
+                     None: f"not checked ({row['why']})"}[row["shows"]]
+            lines += [f"- corpus log `{row['log']}`: {shown}"]
+        if reach.get("witness_order"):
+            lines += [f"- the witness's event order: {reach['witness_order']}"]
+        if reach.get("guard"):
+            lines += ["- the guard:", "", quote_markdown(reach["guard"])]
+        lines += [""]
+    return lines
+
+
 def finding_section(f: dict) -> list[str]:
     p = f["promise"]
-    why = {"defect": "a **defect**: a behaviour to fix, nothing in dsh documents giving the promise up",
-           "tradeoff": "a **tradeoff**: dsh gives the promise up on purpose and documents it",
-           "new": "**new**: not in the registry yet, so CI fails until it is classified"}[f["class"]]
     lines = [f"### {f['id']} ({f['class']})", "",
              f"**Promise** (`{p['name']}`; {p['section']}{'; ' + p['seed'] if p['seed'] else ''}): "
              f"{p['description'].removeprefix('PROMISE: ')}.", "",
-             f"**Class**: {why}. {f['reason']}", "",
+             f"**Class**: {CLASS_WORDS[f['class']]}. {f['reason']}", "",
+             *argument_lines(f),
              f"**Responsible dsh function**: {f['source'] or 'unknown (not in the registry)'}", "",
              f"**Observed vs expected** at step {f['step']} of {f['trace']['steps']}: {f['message']}", "",
              f"- observed: {_value(f['observed'])}", f"- expected: {_value(f['expected'])}", "",
@@ -230,7 +282,7 @@ def promises_section(promises: list[dict]) -> list[str]:
 def render(document: dict) -> str:
     """The whole report from the findings JSON document."""
     findings, promises, d = document["findings"], document["promises"], document["discovery"]
-    counts = {c: sum(1 for f in findings if f["class"] == c) for c in ("defect", "tradeoff", "new")}
+    counts = {c: sum(1 for f in findings if f["class"] == c) for c in ("defect", "design-question", "tradeoff", "new")}
     violated = sum(1 for p in promises if p["status"] == "violated")
     measured = sum(1 for p in promises if p["status"] == "measured")
     explored = d.get("explore")
@@ -241,21 +293,28 @@ def render(document: dict) -> str:
              "A *promise* is what dsh's design (the seed essay, the spec) says its compaction guarantees, stated "
              "as a monitor (`properties/promises*.py`). The reference model reproduces dsh, quirks included, so "
              "where dsh breaks a promise the model breaks it too: each such *finding* has a minimal witness "
-             "trace that `surfacecheck replay` re-runs (exit 1 while the behaviour persists). A **defect** should "
-             "be fixed; a **tradeoff** is documented by dsh; **new** is not in the registry "
-             "(`properties/findings.json`) and fails CI.", "",
+             "trace that `surfacecheck replay` re-runs (exit 1 while the behaviour persists). Each class is "
+             "argued from dsh's own published text, quoted (and checked against the installed npm package): a "
+             "**defect** breaks what dsh's text promises; a **tradeoff** is what dsh's text documents or intends; "
+             "a **design question** is a promise of the design that dsh's text neither makes nor refuses; **new** "
+             "is not in the registry (`properties/findings.json`) and fails CI. Each finding also says how far a "
+             "real session is from it (*reachability*: the shipped runtime, dsh's public API, only a foreign "
+             "producer, or not reachable) and where it was reproduced. Reachable defects come first.", "",
              f"**Verdict**: `{document['verdict']}`. {len(findings)} findings ({counts['defect']} defects, "
-             f"{counts['tradeoff']} tradeoffs, {counts['new']} new), {len(document.get('stale', []))} stale "
+             f"{counts['design-question']} design questions, {counts['tradeoff']} tradeoffs, {counts['new']} new), {len(document.get('stale', []))} stale "
              f"registry entries; {violated} promises violated, {measured} broken in the cost model, "
              f"{len(promises) - violated - measured} held.", "",
              f"**Explored**: {d.get('logs', 0)} logs ({d.get('events', 0)} events); {d.get('examples', 0)} "
              f"Hypothesis examples (seed {d.get('seed')})"
              + (f"; explorer at {explored['bounds']}: {explored['states']} states, {explored['steps']} steps"
                 if explored else "") + ".", "",
-             "## Summary", "", "| finding | class | promise | dsh function | witness |", "|---|---|---|---|---|"]
+             "## Summary", "", "| finding | class | reachability | reproduced on | promise | dsh function | witness |",
+             "|---|---|---|---|---|---|---|"]
     for f in findings:
         source = (f["source"] or "?").split(" (")[0]
-        lines.append(f"| [{f['id']}](#{_anchor(f['id'] + ' (' + f['class'] + ')')}) | {f['class']} | "
+        reach = (f.get("reachability") or {}).get("kind", "?")
+        lines.append(f"| [{f['id']}](#{_anchor(f['id'] + ' (' + f['class'] + ')')}) | {f['class']} | {reach} | "
+                     f"{', '.join(f.get('reproduced_on') or ['model'])} | "
                      f"`{f['promise']['name']}` | `{source}` | {f['trace']['steps']} steps |")
     lines += ["", "## Findings", "", LEGEND, ""]
     for f in findings:

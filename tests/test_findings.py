@@ -46,7 +46,7 @@ def _registry_without(tmp_path: Path, drop: str | None = None, extra: dict | Non
 
 def test_registry_covers_every_promise_with_a_gap_and_class():
     assert set(PROMISES) <= {f.promise for f in FINDINGS} <= set(promise_names())
-    assert {f.klass for f in FINDINGS} == {"defect", "tradeoff"}
+    assert {f.klass for f in FINDINGS} == set(registry.CLASSES)
     assert all(name in all_monitors() and name.startswith("promise-") for name in PROMISES)
     assert all(f.gap in f.reason and "spec" in f.reason for f in FINDINGS)
 
@@ -145,9 +145,12 @@ def test_unregistered_finding_is_new_with_a_replayable_trace(tmp_path, corpus, c
 def test_stale_entry_is_reported(tmp_path, capsys):
     witness = read_trace(FINDINGS[0].trace_path)
     harmless = write_trace(tmp_path / "harmless.jsonl", replace(witness, steps=witness.steps[:2], violation=None))
-    entry = {"id": "G1-stale", "gap": "G1", "class": "defect", "promise": "promise-projection-exact",
+    argued = {k: v for k, v in FINDINGS[0].to_json().items() if k in ("class", "evidence", "evidence_also",
+                                                                      "design_source", "searched", "reachability")}
+    entry = {**argued, "id": "G1-stale", "gap": "G1", "promise": "promise-projection-exact",
              "reason": "spec 5.1 §15 G1 (test)", "trace": str(harmless), "source": "foldSurfaceProjection (test)",
              "explanation": "a stale entry (test)"}
+    entry = {k: v for k, v in entry.items() if v is not None}
     code, out = _run_cli("--registry", str(_registry_without(tmp_path, extra=entry)), "--no-logs",
                          "--search-seconds", "0", "--json", capsys=capsys)
     document = json.loads(out)

@@ -51,7 +51,7 @@ def test_every_registered_finding_is_a_finding_with_its_fields(witnesses_only):
     assert set(findings) == set(entries)
     for fid, f in findings.items():
         entry = entries[fid]
-        assert f["class"] == entry.klass in ("defect", "tradeoff") and f["source"] == entry.source
+        assert f["class"] == entry.klass in registry.CLASSES and f["source"] == entry.source
         assert f["explanation"] == entry.explanation and f["promise"]["name"] == entry.promise
         assert f["promise"]["section"] == all_monitors()[entry.promise].section and f["promise"]["seed"] == entry.seed
         trace = read_trace(_path(f["trace"]["path"]))

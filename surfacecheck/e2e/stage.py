@@ -54,5 +54,30 @@ def stage(ctx: CheckContext) -> StageResult:
     report = run_scripts(scripts, options, mode="seeds", progress=lambda items: _progress(items, ctx.err))
     status = {"held": OK, "violated": VIOLATION, "inconclusive": INCONCLUSIVE}[report.verdict]
     summary = report.to_json()
-    return StageResult("e2e", status, summary, human(report), [_case(o) for o in report.scripts],
-                       time.perf_counter() - started)
+    text, cases = human(report), [_case(o) for o in report.scripts]
+    rows = shipped_claims(summary, {o.name for o in report.scripts if o.verdict != "inconclusive"})
+    summary["shipped_runtime_claims"] = rows
+    if rows:
+        missing = [r for r in rows if not r["shows"]]
+        text += (f"registry claims 'shipped-runtime': {len(rows) - len(missing)}/{len(rows)} reproduced by their "
+                 f"e2e script" + "".join(f"\n  NOT reproduced: {r['id']} by {r['e2e']} (the registry must be kept "
+                                         f"true)" for r in missing) + "\n")
+        case = TestCase(name="registry shipped-runtime claims", classname="surfacecheck.e2e")
+        if missing:
+            case.failure = Outcome(message=f"{len(missing)} claims not reproduced", type="reachability-stale",
+                                   text="\n".join(f"{r['id']}: {r['e2e']}" for r in missing))
+            status = VIOLATION if status == OK else status
+        cases.append(case)
+    return StageResult("e2e", status, summary, text, cases, time.perf_counter() - started)
+
+
+def shipped_claims(summary: dict, ran: set[str]) -> list[dict]:
+    """The registry's shipped-runtime reachability claims checked against this run (log scan + wire checks)."""
+    from surfacecheck.findings import registry
+    from surfacecheck.findings.reachability import shipped_proof
+
+    reproduced: dict[str, list[str]] = {}
+    for part in ("findings", "wire"):
+        for finding_id, names in summary[part]["reproduced"].items():
+            reproduced.setdefault(finding_id, []).extend(names)
+    return shipped_proof(registry.load(), reproduced, ran)

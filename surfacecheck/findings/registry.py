@@ -1,8 +1,15 @@
 """The known-findings registry (``properties/findings.json``): dsh behaviours that break a design
-promise, each with its §15 gap, its class (``defect`` or ``tradeoff``), the promise monitor it
-breaks, a reason citing the spec, a minimal witness trace (path relative to the registry), the
-responsible dsh ``source`` function (from the spec section of the gap), an ``explanation`` a dsh
-engineer can act on, and optionally the design-essay ``seed`` section the promise comes from.
+promise, each with its §15 gap, its class, the promise monitor it breaks, a reason citing the spec, a
+minimal witness trace (path relative to the registry), the responsible dsh ``source`` function (from the
+spec section of the gap), an ``explanation`` a dsh engineer can act on, and optionally the design-essay
+``seed`` section the promise comes from.
+
+The class is argued from dsh's own text (issue 15): a ``defect`` quotes the dsh text that promises the
+property (``evidence.kind: promise``) and says what was ``searched`` for text giving it up; a ``tradeoff``
+quotes the text that documents or intends the behaviour (``intent``); a ``design-question`` quotes the
+closest dsh text, which is ``silent`` on the promise, and names the seed/spec ``design_source`` that makes
+it. ``evidence_also`` holds further quotes. ``reachability`` says how far a real session is from it
+(:mod:`.reachability`).
 """
 from __future__ import annotations
 
@@ -12,11 +19,16 @@ from pathlib import Path
 
 import properties
 
+from . import reachability as reach_mod
+from .dsh_text import quote_problem
+
 DEFAULT_PATH = Path(properties.__file__).resolve().parent / "findings.json"
-CLASSES = ("defect", "tradeoff")
+CLASSES = ("defect", "design-question", "tradeoff")
+EVIDENCE_KIND = {"defect": "promise", "tradeoff": "intent", "design-question": "silent"}
+"""What the class's evidence must show (the rule of issue 15)."""
 FIELDS = ("id", "gap", "class", "promise", "reason", "trace", "source", "explanation")
 """Required, non-empty strings; ``seed`` is optional (a string when present)."""
-OPTIONAL = ("seed", "shown_on")
+OPTIONAL = ("seed", "shown_on", "evidence_also", "design_source", "searched", "argument")
 SHOWN_ON = ("model", "embedded", "dsh_library", "dsh_binary")
 """Where a finding has been shown: ``model`` / ``embedded`` / ``dsh_library`` (the witness replayed through
 ``--runtime dsh``, dsh's own npm code) are true, false or null (not run: the level is not served);
@@ -42,11 +54,20 @@ class Finding:
     explanation: str = ""
     seed: str | None = None
     shown_on: dict | None = None
+    evidence: dict | None = None
+    evidence_also: tuple = ()
+    design_source: str | None = None
+    searched: str | None = None
+    reachability: dict | None = None
+    argument: str | None = None
 
     def to_json(self) -> dict:
         return {"id": self.id, "gap": self.gap, "class": self.klass, "promise": self.promise,
                 "reason": self.reason, "trace": self.trace, "source": self.source,
-                "explanation": self.explanation, "seed": self.seed, "shown_on": self.shown_on}
+                "explanation": self.explanation, "seed": self.seed, "shown_on": self.shown_on,
+                "evidence": self.evidence, "evidence_also": list(self.evidence_also),
+                "design_source": self.design_source, "searched": self.searched, "reachability": self.reachability,
+                "argument": self.argument}
 
 
 def load(path: str | Path | None = None) -> list[Finding]:
@@ -87,11 +108,46 @@ def load(path: str | Path | None = None) -> list[Finding]:
             raise RegistryError(f"{where}: class must be one of {CLASSES}, got {entry['class']!r}")
         if entry["promise"] not in monitors or not entry["promise"].startswith("promise-"):
             raise RegistryError(f"{where}: {entry['promise']!r} is not a registered promise- monitor")
+        _check_argument(entry, f"{where} ({entry['id']})")
         seen.add(entry["id"])
         found.append(Finding(entry["id"], entry["gap"], entry["class"], entry["promise"], entry["reason"],
                              entry["trace"], (path.parent / entry["trace"]).resolve(), entry["source"],
-                             entry["explanation"], entry.get("seed"), entry.get("shown_on")))
+                             entry["explanation"], entry.get("seed"), entry.get("shown_on"), entry["evidence"],
+                             tuple(entry.get("evidence_also", ())), entry.get("design_source"),
+                             entry.get("searched"), _resolved(entry["reachability"], path.parent),
+                             entry.get("argument")))
     return found
+
+
+def _resolved(reach: dict, folder: Path) -> dict:
+    """``reachability`` with its proof trace (``trace``, relative to the registry) resolved as ``trace_path``."""
+    return {**reach, "trace_path": str((folder / reach["trace"]).resolve())} if reach.get("trace") else dict(reach)
+
+
+def _check_argument(entry: dict, where: str) -> None:
+    """The class argued from dsh's text and the reachability stated (issue 15), or :class:`RegistryError`."""
+    klass = entry["class"]
+    bad = quote_problem(entry.get("evidence"), f"{where}: evidence")
+    if bad:
+        raise RegistryError(bad)
+    if entry["evidence"]["kind"] != EVIDENCE_KIND[klass]:
+        raise RegistryError(f"{where}: a {klass} quotes dsh text of kind {EVIDENCE_KIND[klass]!r} "
+                            f"(got {entry['evidence']['kind']!r})")
+    also = entry.get("evidence_also", [])
+    if not isinstance(also, list):
+        raise RegistryError(f"{where}: evidence_also is a list of quotes")
+    for index, quote in enumerate(also):
+        bad = quote_problem(quote, f"{where}: evidence_also[{index}]")
+        if bad:
+            raise RegistryError(bad)
+    for name, needed in (("design_source", klass == "design-question"), ("searched", klass == "defect"),
+                         ("argument", False)):
+        value = entry.get(name)
+        if (needed or value is not None) and (not isinstance(value, str) or not value.strip()):
+            raise RegistryError(f"{where}: {name} is {'required for a ' + klass if needed else 'a non-empty string'}")
+    bad = reach_mod.problem(entry.get("reachability"), f"{where}: reachability")
+    if bad:
+        raise RegistryError(bad)
 
 
 def match(findings: list[Finding], promise: str, gap: str | None = None) -> Finding | None:

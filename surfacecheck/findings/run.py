@@ -21,7 +21,8 @@ from typing import Any, TextIO
 from surfacecheck.runtime.api import RuntimeUnavailable
 from surfacecheck.trace import TraceError, read_trace, write_trace
 
-from . import registry
+from . import reachability, registry
+from .argument import argue, order, reproduced_on
 from .evidence import cost_lines, promise_info, promises_section, summary
 from .search import EXPLORE_BOUNDS, Discovery, explore_search, hypothesis_search, scan_logs
 
@@ -69,7 +70,9 @@ class FindingsReport:
                  f"{len(self.stale)} stale{' (strict)' if self.strict else ''}"]
         for f in self.findings:
             lines += finding_lines(f) if verbose else [
-                f"  {f['status']:5} {f['class']:8} {f['id']} ({f['promise']['name']}, witness {f['trace']['steps']} steps)"]
+                f"  {f['status']:5} {f['class']:15} {f['id']} ({f['promise']['name']}; "
+                f"{(f.get('reachability') or {}).get('kind', 'reachability not stated')}; "
+                f"witness {f['trace']['steps']} steps)"]
         for s in self.stale:
             lines.append(f"  STALE {s['id']}: {s['why']} (the registry must be kept true)")
         if self.differs:
@@ -93,6 +96,25 @@ class FindingsReport:
                      + (f", explorer {explored['bounds']}: {explored['states']} states" if explored else "")
                      + f"; {self.seconds:.1f} s in all")
         return "\n".join(lines)
+
+
+def check_arguments(report: FindingsReport, findings: list[registry.Finding], corpus: Path | None) -> None:
+    """Each live entry's class quote and reachability claim checked (:func:`.argument.argue`); a quote dsh
+    does not contain or a corpus log that does not show it makes the entry STALE."""
+    if corpus is None:
+        from surfacecheck.corpus import CorpusError, corpus_root
+
+        try:
+            corpus = corpus_root()
+        except CorpusError:
+            corpus = None
+    known = {k["id"]: k for k in report.known}
+    for f in findings:
+        if f.id not in known:
+            continue
+        argument = argue(f, corpus)
+        known[f.id]["checked"] = argument
+        report.stale += [{"id": f.id, "why": why} for why in argument["problems"]]
 
 
 def _replay(path: Path, runtime: str):
@@ -202,6 +224,7 @@ def run_findings(runtime: str = "model", *, strict: bool = False, registry_path:
     findings = registry.load(registry_path)
     report = FindingsReport(runtime, strict)
     check_witnesses(report, findings)
+    check_arguments(report, findings, corpus)
     found: list[Discovery] = []
     paths = (list(logs) if logs is not None else log_paths(corpus)) if scan else []
     log_stats: dict = {"events": 0}
@@ -251,7 +274,14 @@ def findings_section(known: list[dict], new: list[dict]) -> list[dict]:
     out = []
     for k in known:
         v = k.get("violation") or {}
+        argument = k.get("checked") or {}
+        reach = argument.get("reachability", k.get("reachability"))
         out.append({"id": k["id"], "class": k["class"], "status": "known", "gap": k["gap"],
+                    "evidence": argument.get("evidence", k.get("evidence")),
+                    "evidence_also": argument.get("evidence_also", k.get("evidence_also", [])),
+                    "design_source": k.get("design_source"), "searched": k.get("searched"),
+                    "argument": k.get("argument"),
+                    "reachability": reach, "reproduced_on": reproduced_on(k.get("shown_on"), reach),
                     "promise": promise_info(k["promise"], k.get("seed")), "reason": k["reason"],
                     "trace": _trace_info(k.get("trace_path"), k["steps"]), "step": v.get("step"),
                     "message": v.get("message"), "observed": v.get("observed"), "expected": v.get("expected"),
@@ -268,14 +298,17 @@ def findings_section(known: list[dict], new: list[dict]) -> list[dict]:
                     "explanation": f"{v['message']}. Not in properties/findings.json: reproduce it with the replay "
                                    "command, then fix the behaviour or register it with its class, reason, dsh "
                                    "source function and explanation.",
-                    "found_by": n["found_by"], "runtime_reproduces": None})
-    return out
+                    "found_by": n["found_by"], "runtime_reproduces": None, "evidence": None,
+                    "evidence_also": [], "design_source": None, "searched": None, "argument": None,
+                    "reachability": None,
+                    "reproduced_on": ["model"]})
+    return sorted(out, key=order)
 
 
 def finding_lines(f: dict) -> list[str]:
     """The human lines of one finding."""
     p = f["promise"]
-    head = (f"  {f['status']:5} {f['class']:8} {f['id']}" if f["status"] == "known"
+    head = (f"  {f['status']:5} {f['class']:15} {f['id']}" if f["status"] == "known"
             else f"  NEW {f['id']}")
     lines = [f"{head}  [{p['name']}; {p['section']}{'; ' + p['seed'] if p['seed'] else ''}]",
              f"        observed {_short(f['observed'])}, expected {_short(f['expected'])} at step {f['step']}: "
@@ -284,9 +317,24 @@ def finding_lines(f: dict) -> list[str]:
     if f["source"]:
         lines.append(f"        dsh source: {f['source']}")
     lines.append(f"        {f['reason']}")
+    if f.get("evidence"):
+        lines.append(f"        dsh's words: {quote_line(f['evidence'])}")
+    if f.get("reachability"):
+        lines.append(f"        reachability: {reachability.text(f['reachability'])}")
+        lines.append(f"        reproduced on: {', '.join(f['reproduced_on'])}")
     if f["found_by"]:
         lines.append(f"        also found by: {', '.join(f['found_by'][:3])}")
     return lines
+
+
+def quote_line(evidence: dict) -> str:
+    """A quote with where it stands and whether it was found there."""
+    where = (f"dsh test inventory (spec §14.3)" if evidence.get("source") == "spec-14.3"
+             else f"{evidence['package']}@{evidence['version']} {evidence['file']}"
+             + (f":{evidence['line']}" if evidence.get("line") else ""))
+    check = evidence.get("check") or {}
+    seen = {True: "quoted verbatim", False: "NOT FOUND", None: "unchecked: " + check.get("why", "")}[check.get("found")]
+    return f"\"{evidence['quote']}\" ({evidence['kind']}; {where}; {seen})"
 
 
 def _short(value, limit: int = 60) -> str:

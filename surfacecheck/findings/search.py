@@ -82,10 +82,11 @@ def wire(event) -> dict:
 
 
 def scan_log(source: str, path: Path, promises: Iterable[str] | None = None,
-             stats: dict | None = None) -> list[Discovery]:
+             stats: dict | None = None, reload_after: bool = False) -> list[Discovery]:
     """Append ``path`` event by event through the model with every promise watching; the first violation
     of each promise (its trace is the prefix up to it, the log's events as protocol appends).
-    ``stats["events"]`` counts the events appended."""
+    ``stats["events"]`` counts the events appended. ``reload_after`` then reopens the log (a new process
+    resuming it), so a promise about reloading is judged too."""
     from model.jsonl import read_log
 
     monitors = {name: lookup(name).factory() for name in (promise_names() if promises is None else promises)}
@@ -107,6 +108,11 @@ def scan_log(source: str, path: Path, promises: Iterable[str] | None = None,
             violation = monitor.observe(number, step, result, query)
             if violation is not None:
                 found[name] = Discovery(name, f"{source}/{path.name}", violation, list(lockstep.steps))
+    if reload_after:
+        _result, violation = lockstep.run(Step("reload", {}, f"{path.name} reopened (a new process resumes it)"))
+        if violation is not None and violation.property not in found:
+            found[violation.property] = Discovery(violation.property, f"{source}/{path.name}", violation,
+                                                  list(lockstep.steps))
     return list(found.values())
 
 
