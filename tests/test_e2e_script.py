@@ -11,7 +11,8 @@ from surfacecheck.e2e.script import (FORMAT, PATHS, SCHEMA, Reply, Script, Scrip
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ("below-threshold-nothing", "manual-compact", "overflow-same-step-retry", "overflow-summarizes-prompt",
-         "prune-insufficient-summary", "prune-only", "second-generation-checkpoint", "summarizer-fails")
+         "prune-insufficient-summary", "prune-only", "runtime-context-window", "second-generation-checkpoint",
+         "summarizer-fails")
 
 
 def doc(**over) -> dict:

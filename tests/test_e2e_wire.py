@@ -15,7 +15,8 @@ import pytest
 
 from surfacecheck.e2e import promises as e2e_promises
 from surfacecheck.e2e import run as run_mod
-from surfacecheck.e2e.wire import PAIRING, PROMPT, unanswered_prompts, unpaired, wire_checks
+from surfacecheck.e2e.wire import (CONTEXT_LOST, CONTEXT_WINDOW, PAIRING, PROMPT, context_violations, unanswered_prompts,
+                                   unpaired, wire_checks)
 
 G2B = "G2b-prompt-summarized-before-seen"
 S7 = "S7-pairing-counts-not-ids"
@@ -112,6 +113,25 @@ def test_a_prompt_no_request_answered_after_is_noted_not_judged():
                 request(2, [user("go"), user("late"), user("instr")], turn=1, compact=True, status=500)]
     assert wire_checks(script("go", "late"), requests) == []
     assert unanswered_prompts(script("go", "late"), requests) == [1]
+
+
+# -- the runtime context ----------------------------------------------------------------------------
+CONTEXT = user("Current runtime context. This snapshot supersedes earlier runtime-context snapshots.\n\nsandbox")
+
+
+def test_a_request_without_the_runtime_context_is_caught_and_two_in_a_row_widen_the_window():
+    before = [request(0, [user("go")]), request(1, [user("go"), CONTEXT]),
+              request(2, [user("summarize")], compact=True)]
+    assert context_violations(before + [request(3, [user("go"), CONTEXT])]) == []  # compact requests not judged
+    one = context_violations(before + [request(3, [user("[checkpoint]")]), request(4, [user("go"), CONTEXT])])
+    assert [(v["promise"], v["request"]) for v in one] == [(CONTEXT_LOST, 3)]
+    two = context_violations(before + [request(3, [user("[checkpoint]")], status=400), request(5, [user("[ck]")])])
+    assert [(v["promise"], v["request"]) for v in two] == [(CONTEXT_LOST, 3), (CONTEXT_WINDOW, 5)]
+    assert two[1]["observed"] == {"without_context": [3, 5]}
+
+
+def test_no_runtime_context_ever_sent_is_not_judged():
+    assert context_violations([request(0, [user("go")]), request(1, [user("go"), user("more")])]) == []
 
 
 def test_violations_are_classed_by_the_registry():
@@ -216,7 +236,9 @@ def test_real_runtime_summarizes_the_prompt_it_just_entered_g2b_on_the_wire(tmp_
 
 def test_seed_scripts_hold_both_promises_on_the_wire(tmp_path):
     """The seed set on the real runtime: pairing holds on every request; every prompt judged reached the model
-    except in overflow-summarizes-prompt, written to reproduce G2b (a known finding: exit 0)."""
+    except in overflow-summarizes-prompt, written to reproduce G2b, and the runtime context reached every
+    request except in runtime-context-window, written to reproduce G2 and its overflow variant (known
+    findings: exit 0)."""
     _real()
     from surfacecheck.e2e.script import seed_scripts
 
@@ -224,5 +246,8 @@ def test_seed_scripts_hold_both_promises_on_the_wire(tmp_path):
                                  mode="seeds")
     assert report.exit_code == 0, report.to_json()["totals"]
     assert report.wire_summary() == {"checked": len(report.scripts),
-                                     "reproduced": {G2B: ["overflow-summarizes-prompt"]}, "new": []}
+                                     "reproduced": {G2B: ["overflow-summarizes-prompt"],
+                                                    "G2-one-request-context-window": ["runtime-context-window"],
+                                                    "G2-overflow-retries-widen-context-window":
+                                                        ["runtime-context-window"]}, "new": []}
     assert Path(tmp_path / "b").exists() is False or not any((tmp_path / "b").iterdir())

@@ -142,8 +142,9 @@ def test_a_corpus_log_that_does_not_show_it_is_stale(corpus):
     assert any(quiet in p and "does not show it" in p for p in argument["problems"]), argument["problems"]
 
 
-def test_public_api_claims_replay_exit_1_on_dsh():
-    """Each public-API claim's trace replays exit 1 on dsh's own library (`surfacecheck replay --runtime dsh`)."""
+def test_reachability_traces_replay_exit_1_on_dsh():
+    """Each public-API claim's trace (and each shipped-runtime claim's library trace) replays exit 1 on dsh's
+    own library (`surfacecheck replay --runtime dsh`)."""
     from surfacecheck.runtime.dsh import spec_problem
 
     problem = spec_problem("dsh")
@@ -151,10 +152,10 @@ def test_public_api_claims_replay_exit_1_on_dsh():
         if os.environ.get("CI"):
             pytest.fail(problem)
         pytest.skip(problem)
-    claims = [f for f in FINDINGS if f.reachability["kind"] == "public-api"]
-    assert claims
+    claims = [f for f in FINDINGS if reachability.library_trace(f.reachability, f.trace_path) is not None]
+    assert {f.id for f in FINDINGS if f.reachability["kind"] == "public-api"} < {f.id for f in claims}
     for f in claims:
-        trace = reachability.public_api_trace(f.reachability, f.trace_path)
+        trace = reachability.library_trace(f.reachability, f.trace_path)
         done = subprocess.run([sys.executable, "-m", "surfacecheck", "replay", str(trace), "--runtime", "dsh"],
                               capture_output=True, text=True, cwd=ROOT, timeout=120)
         assert done.returncode == 1 and "still fails" in done.stdout, (f.id, done.stdout, done.stderr[-500:])
@@ -180,9 +181,29 @@ def test_shipped_runtime_claims_reproduce_on_the_binary(tmp_path, capsys):
             assert script in reproduced.get(f.id, []), (f.id, script, reproduced, code)
 
 
-def test_not_reachable_claims_quote_their_guard():
-    for f in (f for f in FINDINGS if f.reachability["kind"] == "not-reachable"):
-        assert f.reachability["guard"]["quote"] and "would" in f.reachability["how"], f.id
+def test_the_e2e_stage_fails_a_shipped_claim_its_script_did_not_reproduce():
+    """Negative control of the e2e stage's check: a claimed script that ran without showing the finding."""
+    from surfacecheck.e2e.stage import shipped_claims
+
+    claims = {f.id: f.reachability["e2e"] for f in FINDINGS if f.reachability["kind"] == "shipped-runtime"}
+    nothing = {"findings": {"reproduced": {}}, "wire": {"reproduced": {}}}
+    rows = shipped_claims(nothing, set(claims.values()))
+    assert {r["id"] for r in rows} == set(claims) and not any(r["shows"] for r in rows)
+    shown = {"findings": {"reproduced": {i: [s] for i, s in claims.items()}}, "wire": {"reproduced": {}}}
+    assert all(r["shows"] for r in shipped_claims(shown, set(claims.values())))
+    assert shipped_claims(nothing, set()) == []  # a script that did not run proves nothing either way
+
+
+def test_the_dsh_stage_marks_a_public_api_claim_that_does_not_replay(monkeypatch):
+    """Negative control of the dsh stage's check: the library no longer reproducing a claim's trace."""
+    from surfacecheck.dsh import stage as dsh_stage
+    from surfacecheck.findings import run as run_mod
+
+    monkeypatch.setattr(run_mod, "reproduces", lambda trace, spec: False)
+    rows = dsh_stage.witness_reproduction("dsh")
+    claims = [r for r in rows if "reachability_reproduces" in r]
+    assert len(claims) == sum(reachability.library_trace(f.reachability, f.trace_path) is not None for f in FINDINGS)
+    assert all(r["reachability_reproduces"] is False for r in claims)
 
 
 # -- the report ------------------------------------------------------------------------------------------
@@ -212,3 +233,20 @@ def test_strict_still_fails_on_every_known_finding(capsys):
     code = main(["findings", "--no-logs", "--search-seconds", "0", "--explore-bounds", "off", "--strict", "--json"])
     document = json.loads(capsys.readouterr().out)
     assert code == 1 and len(document["known"]) == len(FINDINGS)
+
+
+def test_the_reachability_traces_are_what_their_builders_write():
+    """properties/findings/reachability/*.jsonl: each dsh-order story as its builder tells it now, breaking its
+    finding's promise on the model, and named by that finding's reachability claim."""
+    from surfacecheck.findings.reach_traces import BUILDERS
+    from surfacecheck.trace import read_trace
+
+    by_id = {f.id: f for f in FINDINGS}
+    folder = registry.DEFAULT_PATH.parent / "findings" / "reachability"
+    assert sorted(p.stem for p in folder.glob("*.jsonl")) == sorted(BUILDERS)
+    for finding, build in BUILDERS.items():
+        built, committed = build(), read_trace(folder / f"{finding}.jsonl")
+        assert built.violation is not None and built.property == by_id[finding].promise, finding
+        assert [(s.op, s.args) for s in built.steps] == [(s.op, s.args) for s in committed.steps], finding
+        assert reachability.library_trace(by_id[finding].reachability, by_id[finding].trace_path) == \
+            (folder / f"{finding}.jsonl").resolve(), finding

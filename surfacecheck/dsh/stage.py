@@ -7,7 +7,8 @@ when the runtime under test already is dsh (every other stage ran against it).
 Verdict: a lockstep divergence is a violation (a question about the model or a regression in dsh); a
 witness the library does not reproduce is reported, not failed (the registry records where each finding
 has been shown, ``properties/findings.json`` ``shown_on``) — except for a ``public-api`` reachability claim
-(issue 15), whose trace must replay exit 1 on the library: one that does not is a stale claim, a violation.
+(issue 15), whose trace (and a shipped-runtime claim's library trace) must replay exit 1 on the library: one
+that does not is a stale claim, a violation.
 """
 from __future__ import annotations
 
@@ -26,18 +27,18 @@ def witness_reproduction(spec: str) -> list[dict]:
     from surfacecheck.findings.run import reproduces
     from surfacecheck.trace import read_trace
 
-    from surfacecheck.findings.reachability import public_api_trace
+    from surfacecheck.findings.reachability import library_trace
 
     rows = []
     for finding in registry.load():
         trace = read_trace(finding.trace_path)
         row = {"id": finding.id, "level": trace.level, "reproduces": reproduces(trace, spec),
                "reachability": (finding.reachability or {}).get("kind")}
-        proof = public_api_trace(finding.reachability or {}, finding.trace_path)
-        if proof is not None:  # a public-API claim: its trace must replay exit 1 on dsh's library
-            row["public_api_trace"] = str(proof)
-            row["public_api_reproduces"] = (row["reproduces"] if proof == finding.trace_path
-                                            else reproduces(read_trace(proof), spec))
+        proof = library_trace(finding.reachability or {}, finding.trace_path)
+        if proof is not None:  # a reachability claim's trace must replay exit 1 on dsh's library
+            row["reachability_trace"] = str(proof)
+            row["reachability_reproduces"] = (row["reproduces"] if proof == finding.trace_path
+                                              else reproduces(read_trace(proof), spec))
         rows.append(row)
     return rows
 
@@ -87,15 +88,15 @@ def stage(ctx: CheckContext) -> StageResult:
                          + (f"; not reproduced: {', '.join(not_shown)}" if not_shown else "")
                          + (f"; level not served: {', '.join(unserved)}" if unserved else ""))
         cases.append(TestCase(name=f"dsh findings witnesses ({len(shown)}/{len(rows)} reproduce)", classname=CLASSNAME))
-        claims = [r for r in rows if "public_api_reproduces" in r]
-        false = [r for r in claims if r["public_api_reproduces"] is not True]
+        claims = [r for r in rows if "reachability_reproduces" in r]
+        false = [r for r in claims if r["reachability_reproduces"] is not True]
         if claims:
-            lines.append(f"registry claims 'public-api': {len(claims) - len(false)}/{len(claims)} replay exit 1 on "
-                         f"dsh's library" + "".join(f"\n  NOT reproduced: {r['id']} ({r['public_api_trace']}; the "
+            lines.append(f"registry reachability traces: {len(claims) - len(false)}/{len(claims)} replay exit 1 on "
+                         f"dsh's library" + "".join(f"\n  NOT reproduced: {r['id']} ({r['reachability_trace']}; the "
                                                     f"registry must be kept true)" for r in false))
-            case = TestCase(name="registry public-api claims", classname=CLASSNAME)
+            case = TestCase(name="registry reachability traces", classname=CLASSNAME)
             if false:
-                case.failure = Outcome(message=f"{len(false)} public-api claims not reproduced on dsh",
+                case.failure = Outcome(message=f"{len(false)} reachability traces not reproduced on dsh",
                                        type="reachability-stale", text="\n".join(r["id"] for r in false))
                 status = VIOLATION
             cases.append(case)

@@ -14,6 +14,12 @@ neither the model nor the log reader:
   400), never reached the model verbatim. Judged only when the model answered some request after the
   prompt's turn began: a prompt followed by no answered request at all (the runtime gave up on the turn and
   the script ended) was not replaced by anything the model saw (:func:`unanswered_prompts`, noted).
+* ``promise-runtime-context-never-lost`` / ``promise-runtime-context-one-request`` (seed §14; §15 G2 and its
+  overflow variant): once a request has carried the runtime-context snapshot (a user message starting
+  ``Current runtime context.``, dsh-system-prompt's rendering), every later non-compact request carries one
+  too; a request without it breaks the first promise, two in a row the second (:func:`context_violations`).
+  An e2e script's runtime context is constant (its config has one ``runtimeContext`` switch), so any
+  snapshot is the current one.
 
 :func:`wire_checks` returns one violation per request (pairing) or per turn (prompt): ``{promise, request,
 turn, message, observed, expected}``; ``promises.wire_on`` classes each against ``properties/findings.json`` as
@@ -25,6 +31,9 @@ from typing import Any, Iterable
 
 PAIRING = "promise-pairing-by-id"
 PROMPT = "promise-prompt-verbatim"
+CONTEXT_LOST = "promise-runtime-context-never-lost"
+CONTEXT_WINDOW = "promise-runtime-context-one-request"
+CONTEXT_PREFIX = "Current runtime context."
 
 
 def _script_turns(script: Any) -> list[dict]:
@@ -168,11 +177,40 @@ def prompt_violations(script: Any, requests: list[dict]) -> list[dict]:
     return found
 
 
+def carries_context(request: dict) -> bool:
+    """Whether the request holds a runtime-context snapshot (a user message in dsh-system-prompt's rendering)."""
+    return any(m.get("role") == "user" and message_text(m).startswith(CONTEXT_PREFIX) for m in _messages(request))
+
+
+def context_violations(requests: list[dict]) -> list[dict]:
+    """The first request without the runtime context after one carried it (G2), and the first second one in a
+    row (G2's overflow variant): at most one violation per promise per run."""
+    found: dict[str, dict] = {}
+    seen, missing = False, []
+    for r in (r for r in requests if not r.get("compact")):
+        if carries_context(r):
+            seen, missing = True, []
+            continue
+        if not seen:
+            continue
+        missing.append(r.get("index"))
+        for promise, count in ((CONTEXT_LOST, 1), (CONTEXT_WINDOW, 2)):
+            if len(missing) == count and promise not in found:
+                found[promise] = {
+                    "promise": promise, "request": r.get("index"), "turn": r.get("turn"),
+                    "message": f"request(s) {missing} went out without the runtime context, "
+                               f"{len(missing)} in a row after request(s) that carried it",
+                    "observed": {"without_context": list(missing)},
+                    "expected": "every request carries it" if count == 1 else "at most one request in a row without it"}
+    return list(found.values())
+
+
 def wire_checks(script: Any, requests: list[dict]) -> list[dict]:
-    """Both promises on the recorded requests: pairing (per request) first, then the prompts (per turn)."""
+    """Every wire promise on the recorded requests: pairing (per request), the prompts (per turn), then the
+    runtime context (per run)."""
     requests = [r for r in (requests or []) if isinstance(r, dict)]
-    return pairing_violations(requests) + prompt_violations(script, requests)
+    return pairing_violations(requests) + prompt_violations(script, requests) + context_violations(requests)
 
 
-__all__ = ["PAIRING", "PROMPT", "wire_checks", "pairing_violations", "prompt_violations", "unanswered_prompts", "unpaired",
+__all__ = ["PAIRING", "PROMPT", "CONTEXT_LOST", "CONTEXT_WINDOW", "wire_checks", "context_violations", "carries_context", "pairing_violations", "prompt_violations", "unanswered_prompts", "unpaired",
            "carries_prompt", "message_text"]

@@ -41,12 +41,14 @@ def argue(finding: Finding, corpus: Path | None, modules: Path | None = None, sp
         reach["proof"] = reachability.corpus_proof(finding.promise, reach, corpus)
         problems += [f"reachability: corpus log {row['log']} does not show it ({row['why']})"
                      for row in reach["proof"] if row["shows"] is False]
+    trace = reachability.library_trace(reach, finding.trace_path)
     if reach["kind"] == "shipped-runtime":
         reach["proof"] = {"e2e": reach["e2e"],
                           "command": f"surfacecheck e2e dsh --script scenarios/e2e/{reach['e2e']}.json"}
     if reach["kind"] == "public-api":
-        trace = reachability.public_api_trace(reach, finding.trace_path)
         reach["proof"] = {"trace": str(trace), "command": f"surfacecheck replay {trace} --runtime dsh"}
+    elif trace is not None:
+        reach["proof"]["library"] = f"surfacecheck replay {trace} --runtime dsh"
     return {"evidence": evidence, "evidence_also": also, "reachability": reach, "problems": problems}
 
 

@@ -10,7 +10,12 @@ DESCRIPTION = """\
 Findings about dsh itself, kept apart from divergences. The promise monitors (properties/promises.py)
 state what the design promises, stronger than what dsh does (spec section 15); where dsh breaks a
 promise the model breaks it too. Known findings live in properties/findings.json with their gap,
-class (defect or tradeoff), reason and a minimal witness trace.
+class, reason and a minimal witness trace. The class is argued from dsh's own published text: a
+defect quotes what dsh promises, a tradeoff what dsh documents or intends, a design question is a
+promise only the seed or spec makes; each quote (package, file, npm version, line) is checked verbatim
+against the installed dsh packages (SURFACECHECK_DSH_MODULES or the dsh runtime's cache; unchecked
+when neither exists). Each finding states its reachability (shipped-runtime, public-api,
+foreign-producer, not-reachable); the corpus logs a foreign-producer claim names are scanned here.
 
 This command replays every witness (on the model: a witness that no longer fails is STALE; on another
 runtime: the known findings it does not reproduce are listed), then discovers: every scenario and
@@ -19,8 +24,9 @@ Hypothesis search of the policy and compaction machines, and an explorer pass (t
 `surfacecheck explore`, every state's shortest path run on the model with the promises watching). A
 violation of an unregistered promise is NEW (its trace is written to --trace-dir).
 
-Output: every violation as a finding (id, promise with spec/seed sections, class defect/tradeoff/new,
-witness trace + replay command, observed vs expected, dsh source function, explanation), then every
+Output: every violation as a finding, reachable defects first (id, promise with spec/seed sections,
+class defect/design-question/tradeoff/new, dsh's words, reachability, where it was reproduced, witness
+trace + replay command, observed vs expected, dsh source function, explanation), then every
 promise-* monitor as violated or held with what was explored while it watched (logs and events,
 Hypothesis examples and steps, explorer states, covering Z3 obligations). --report writes the same
 as a Markdown report with each witness drawn as the surface before and after each step."""
@@ -28,7 +34,8 @@ as a Markdown report with each witness drawn as the surface before and after eac
 EPILOG = """\
 exit codes:
   0  only known findings (each printed with its class and reason)
-  1  a NEW finding, a STALE registry entry, or with --strict any finding
+  1  a NEW finding, a STALE registry entry (a witness that no longer fails, a quote dsh does not
+     contain, a corpus log that does not show its finding), or with --strict any finding
   2  bad usage or a malformed registry
   3  inconclusive: the runtime failed while replaying a witness
 """

@@ -62,6 +62,103 @@ def g2_overflow_retries() -> Trace:
     return _trace(s, "G2-overflow-retries-widen-context-window", "promise-runtime-context-one-request")
 
 
+def _step(s: Story, turn: int, step: int, claimed: list[dict], label: str, **extra) -> Story:
+    """One pre-step as the loop runs it (the listener, then step/start and the claimed batch)."""
+    return s.op("pre_step", {"step": {"turn": turn, "step": step}, "claimed": claimed, **extra}, label)
+
+
+def _end(s: Story, turn: int, step: int) -> Story:
+    return s.append({"type": "step/end", "data": {"turn": turn, "step": step}}, f"step/end {turn}/{step}")
+
+
+def g4_envelope() -> Trace:
+    """§15 G4/G14 in dsh's order: the route logged with a 480-char system prompt in step 1; step 2's pre-step
+    summarizes, re-summarizes the lone checkpoint and is still above the threshold."""
+    s = Story().configure(200).turn()
+    _step(s, 1, 1, [_prompt("u-1", "x" * 800)], "pre-step 1/1: no route logged yet; the prompt claimed")
+    s.header(system="s" * 480)
+    _end(_reply(s, 1, 1, "y" * 200), 1, 1)
+    _step(s, 1, 2, [], "pre-step 1/2 pressure: summarize, re-summarize the checkpoint, still above threshold")
+    return _trace(s, "G4-uncompactable-envelope", "promise-pressure-relieved")
+
+
+def g7_shrink_floor() -> Trace:
+    """§15 G7 in dsh's order: step 2's request overflows over [u-1 (~100 tokens), reply]; the retain-0 range is
+    [u-1], priced under the 103-token floor: 'summary is not smaller'."""
+    s = Story().turn()
+    _step(s, 1, 1, [_prompt("u-1", "x" * 360)], "pre-step 1/1 (no context capacity known: no pressure): the prompt claimed")
+    s.header()
+    _end(_reply(s, 1, 1, "y" * 80), 1, 1)
+    _step(s, 1, 2, [], "pre-step 1/2")
+    s.op("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED"}, "agent/request-error overflow: retain-0 summary of [u-1]")
+    return _trace(s, "G7-shrink-floor", "promise-compaction-progress")
+
+
+def g12_late_cancel() -> Trace:
+    """§15 G12 in dsh's order: step 1 claims a prompt and a steer, its request overflows, the turn is cancelled
+    while the automatic summary runs, the summary returns and commits."""
+    s = Story().configure(200).turn()
+    _step(s, 1, 1, [_prompt("u-1", "x" * 800), _prompt("u-2", "y" * 80)],
+          "pre-step 1/1: no route logged yet; the prompt and a steer claimed")
+    s.header()
+    s.op("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED", "summaries": [{"outcome": "late-cancel", "ratio": 0.1}]},
+         "agent/request-error overflow; the turn is cancelled while the summarizer runs, which returns anyway")
+    return _trace(s, "G12-automatic-ignores-cancellation", "promise-cancellation-respected")
+
+
+def g16_partial_prune() -> Trace:
+    """§15 G16 in dsh's order: step 1 runs a tool with a 400-char result; step 2 claims a large steer the
+    pressure listener cannot see (G13), the request overflows, the prune lands, the summary fails: retry on
+    pruning alone, still over the window."""
+    pruner = {"thresholdChars": 100, "headChars": 10, "tailChars": 10}
+    s = Story().configure(400, toolResultPruner=pruner).turn()
+    _step(s, 1, 1, [_prompt("u-1", "x" * 40)], "pre-step 1/1: the prompt claimed")
+    s.header()
+    _end(s.tool_round(1, 1, "call-1", "r" * 400), 1, 1)
+    _step(s, 1, 2, [_prompt("u-2", "z" * 1600)], "pre-step 1/2: below threshold; a 1600-char steer claimed after it")
+    s.op("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED", "summaries": [{"outcome": "failure"}]},
+         "agent/request-error overflow: prune lands, the summary fails; retry on pruning alone")
+    return _trace(s, "G16-partial-prune-progress", "promise-retry-after-real-progress")
+
+
+def g15_warn_once_collision() -> Trace:
+    """§15 G15 in dsh's order: retainTokens 300 from load; with no context capacity step 2's pre-step warns
+    for prov/mod; the adapter's model then gains contextWindow 400 (only the adapter reloads, the engine keeps
+    its warned set) and step 3's 'retainTokens (300) must be less than threshold tokens 200' is never logged."""
+    s = Story().configure(None, retainTokens=300).turn()
+    _step(s, 1, 1, [_prompt("u-1", "hello")], "pre-step 1/1: no route logged yet; the prompt claimed")
+    s.header()
+    _end(_reply(s, 1, 1, "ok"), 1, 1)
+    _step(s, 1, 2, [], "pre-step 1/2: no context capacity for prov/mod: warned, key prov/mod remembered")
+    _end(_reply(s, 1, 2, "ok"), 1, 2)
+    s.configure(400, retainTokens=300)
+    s.steps[-1] = type(s.steps[-1])(s.steps[-1].op, s.steps[-1].args,
+                                     "the adapter's model gains contextWindow 400; compaction-basic's policy unchanged")
+    _step(s, 1, 3, [], "pre-step 1/3: retainTokens (300) >= threshold 200 for prov/mod: silently skipped")
+    return _trace(s, "G15-warn-once-key-collision", "promise-config-errors-reported")
+
+
+def g13_entering_batch() -> Trace:
+    """§15 G13 in dsh's order: step 2's pre-step measures the logged surface (19 tokens) and lets out a request
+    carrying the 4000-char steer it claimed after the listener ran."""
+    s = Story().configure(1000).turn()
+    _step(s, 1, 1, [_prompt("u-1", "hello")], "pre-step 1/1: the prompt claimed")
+    s.header()
+    _end(_reply(s, 1, 1, "ok"), 1, 1)
+    _step(s, 1, 2, [_prompt("u-2", "x" * 4000)], "pre-step 1/2: the listener measures, then a 4000-char steer is entered")
+    return _trace(s, "G13-entering-batch-blind-spot", "promise-measure-conservative")
+
+
+def g5_indivisible() -> Trace:
+    """§15 G5, the variant dsh's loop writes: one huge prompt, no runtime context after it; the request
+    overflows and the retention walk keeps the newest (only) node: nothing is compactable."""
+    s = Story().configure(200).turn()
+    _step(s, 1, 1, [_prompt("u-1", "x" * 2000)], "pre-step 1/1: no route logged yet; a 2000-char prompt claimed")
+    s.header()
+    s.op("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED"}, "agent/request-error overflow: no compactable range")
+    return _trace(s, "G5-indivisible-tool-unit", "promise-span-compactable")
+
+
 def _trace(s: Story, finding: str, prop: str) -> Trace:
     from dataclasses import replace
 
@@ -74,7 +171,11 @@ def _trace(s: Story, finding: str, prop: str) -> Trace:
 
 
 BUILDERS = {"G2-one-request-context-window": g2_context_window,
-            "G2-overflow-retries-widen-context-window": g2_overflow_retries}
+            "G2-overflow-retries-widen-context-window": g2_overflow_retries,
+            "G4-uncompactable-envelope": g4_envelope, "G7-shrink-floor": g7_shrink_floor,
+            "G12-automatic-ignores-cancellation": g12_late_cancel, "G16-partial-prune-progress": g16_partial_prune,
+            "G15-warn-once-key-collision": g15_warn_once_collision,
+            "G13-entering-batch-blind-spot": g13_entering_batch, "G5-indivisible-tool-unit": g5_indivisible}
 
 
 def main(argv: list[str]) -> int:

@@ -5,7 +5,8 @@ Four kinds, nearest the user first:
 * ``shipped-runtime`` — the shipped dsh binary reproduces it: ``e2e`` names the seed script
   (``scenarios/e2e/<name>.json``) whose run shows the finding (``surfacecheck e2e dsh --script …``).
 * ``public-api`` — dsh's own code, composed as shipped, gets there through public calls: ``how`` names the call
-  sequence; the proof is a trace (``trace``, default the witness) that replays exit 1 on ``--runtime dsh``.
+  sequence; the proof is a trace (``trace``, default the witness) that replays exit 1 on ``--runtime dsh``
+  (a shipped-runtime claim may carry such a ``trace`` too: :func:`library_trace`).
 * ``foreign-producer`` — only a producer dsh does not ship (a plugin appending directly, a hand-written log)
   writes what it needs: ``producer`` says which, ``corpus`` names corpus logs (relative to the corpus root)
   whose scan shows the promise broken.
@@ -39,7 +40,7 @@ def problem(reach, where: str) -> str | None:
         script = reach.get("e2e")
         if not isinstance(script, str) or not (E2E_DIR / f"{script}.json").is_file():
             return f"{where}: e2e must name a seed script of scenarios/e2e (got {script!r})"
-    if kind == "public-api" and "trace" in reach and not isinstance(reach["trace"], str):
+    if "trace" in reach and (kind not in ("public-api", "shipped-runtime") or not isinstance(reach["trace"], str)):
         return f"{where}: trace, when present, is a path relative to the registry"
     if kind == "foreign-producer":
         corpus, producer = reach.get("corpus", []), reach.get("producer")
@@ -78,12 +79,13 @@ def corpus_proof(promise: str, reach: dict, corpus: Path | None) -> list[dict]:
     return rows
 
 
-def public_api_trace(reach: dict, witness: Path) -> Path | None:
-    """The trace that proves a public-API claim (its own ``trace``, resolved by the registry, or the witness),
-    None for other kinds."""
-    if reach.get("kind") != "public-api":
-        return None
-    return Path(reach["trace_path"]) if reach.get("trace_path") else witness
+def library_trace(reach: dict, witness: Path) -> Path | None:
+    """The trace that must replay exit 1 on dsh's library (``--runtime dsh``): a public-API claim's own
+    ``trace`` (resolved by the registry) or its witness; a shipped-runtime claim's ``trace`` when it has one
+    (what the binary shows, told through the library in dsh's own event order); None otherwise."""
+    if reach.get("trace_path"):
+        return Path(reach["trace_path"])
+    return witness if reach.get("kind") == "public-api" else None
 
 
 def text(reach: dict | None) -> str:
