@@ -176,7 +176,11 @@ def _registered_parts(text: str, ids: list[str]) -> dict[str, str]:
         row = next(line for line in text.splitlines() if line.startswith(f"| [{fid}](#"))
         section = text.split(f"\n### {fid} (", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
         kept = "\n".join(line for line in section.splitlines() if not line.startswith("**Also found by**"))
-        parts[fid] = row + "\n" + re.sub(r"\n{3,}", "\n\n", kept)
+        kept = re.sub(r"\n{3,}", "\n\n", kept)
+        # whether a quote was checked depends on this machine having dsh's packages installed, not on the registry
+        kept = re.sub(r"\((?:quoted verbatim from the installed package|not checked here .*)\)$",
+                      "(quote status)", kept, flags=re.MULTILINE)
+        parts[fid] = row + "\n" + kept
     return parts
 
 

@@ -42,6 +42,7 @@ def argue(finding: Finding, corpus: Path | None, modules: Path | None = None, sp
         problems += [f"reachability: corpus log {row['log']} does not show it ({row['why']})"
                      for row in reach["proof"] if row["shows"] is False]
     trace = reachability.library_trace(reach, finding.trace_path)
+    trace = _checkout_relative(trace) if trace is not None else None
     if reach["kind"] == "shipped-runtime":
         reach["proof"] = {"e2e": reach["e2e"],
                           "command": f"surfacecheck e2e dsh --script scenarios/e2e/{reach['e2e']}.json"}
@@ -50,6 +51,15 @@ def argue(finding: Finding, corpus: Path | None, modules: Path | None = None, sp
     elif trace is not None:
         reach["proof"]["library"] = f"surfacecheck replay {trace} --runtime dsh"
     return {"evidence": evidence, "evidence_also": also, "reachability": reach, "problems": problems}
+
+
+def _checkout_relative(path: Path) -> str:
+    """A path under the checkout as the replay command a reader types from it (stable in the committed report)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def reproduced_on(shown_on: dict | None, reach: dict | None) -> list[str]:
