@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -164,10 +167,67 @@ def _run_check(args: argparse.Namespace) -> int:
     )
 
 
+DEBUG_ENV = "SURFACECHECK_DEBUG"
+"""Set to 1 to let an unexpected internal error show its Python traceback."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``surfacecheck`` console script; returns the exit code."""
+    """Entry point of the ``surfacecheck`` console script; returns the exit code.
+
+    The last line of defence of the exit-code contract: a runtime that became unusable in a path no command
+    anticipated is inconclusive (3), an interrupt exits 130 (SIGINT) and a bug of the suite itself is reported
+    in one line and is inconclusive too, never a traceback and never 0 or 1 (a verdict nothing supports)."""
+    from surfacecheck.runtime.api import RuntimeUnavailable
+    from surfacecheck.runtime.client import kill_all
+
     args = build_parser().parse_args(argv)  # usage errors exit 2 here
-    return args.func(args)
+    name = getattr(args, "command", None) or "surfacecheck"
+    previous = _on_sigterm()
+    try:
+        return args.func(args)
+    except RuntimeUnavailable as exc:
+        return _inconclusive(args, name, f"the runtime became unusable ({exc.kind}): {exc}")
+    except KeyboardInterrupt:
+        sys.stderr.write(f"surfacecheck {name}: interrupted\n")
+        return 130
+    except Terminated:
+        sys.stderr.write(f"surfacecheck {name}: terminated\n")
+        return 143
+    except BrokenPipeError:  # stdout closed by the reader (| head): nothing left to report to
+        return 3
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        if os.environ.get(DEBUG_ENV):
+            raise
+        return _inconclusive(args, name, f"internal error (a bug in surfacecheck, not a verdict): "
+                                         f"{type(exc).__name__}: {exc}; rerun with {DEBUG_ENV}=1 for the traceback")
+    finally:
+        kill_all()  # no runtime child outlives the command, however it ended
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the command is so that it unwinds (and kills its children) like an interrupt."""
+
+
+def _on_sigterm():
+    """Make SIGTERM raise :class:`Terminated` (main thread only); the previous handler, to restore."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _inconclusive(args: argparse.Namespace, name: str, message: str) -> int:
+    if getattr(args, "json", False):
+        print(json.dumps({"command": name, "verdict": "inconclusive", "exit_code": 3, "error": message}))
+    sys.stderr.write(f"surfacecheck {name}: inconclusive: {message}\n")
+    return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -49,6 +49,16 @@ exit codes:
   3  inconclusive: the runtime could not answer the bench request"""
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"timeout {text} must be a positive, finite number of seconds")
+    return value
+
+
 def _size(text: str) -> int:
     try:
         value = int(float(text)) if "e" in text.lower() else int(text)
@@ -86,6 +96,9 @@ def register(commands) -> None:
                    help=f"appends timed per size (default: ~{round(BATCH_EVENTS / EVENTS_PER_APPEND)}; "
                         "linear variants fewer)")
     p.add_argument("--seed", type=int, default=0, help="workload seed (default: %(default)s)")
+    p.add_argument("--timeout", type=_positive_seconds, default=measure.PROTOCOL_TIMEOUT, metavar="S",
+                   help="for a cmd:/dsh runtime, how long its one bench request may take before the child is killed "
+                        "and the run is inconclusive (default: %(default)g s)")
     p.set_defaults(func=run_bench)
 
 
@@ -93,7 +106,7 @@ def _fail(args, message: str, code: int) -> int:
     if args.json:
         print(json.dumps({"verdict": "error" if code == EXIT_USAGE else "inconclusive", "exit_code": code,
                           "error": message}))
-    sys.stderr.write(f"surfacecheck bench: error: {message}\n")
+    sys.stderr.write(f"surfacecheck bench: {'error' if code == EXIT_USAGE else 'inconclusive'}: {message}\n")
     return code
 
 
@@ -149,7 +162,7 @@ def run_bench(args) -> int:
     else:
         err.write("surfacecheck bench: sending the bench request; the runtime times its own appends ...\n")
         try:
-            result = measure.bench_request(args.runtime, sizes, args.appends)
+            result = measure.bench_request(args.runtime, sizes, args.appends, args.timeout)
             series, memory, info = measure.series_from_result(result), {}, measure.runtime_info(result)
         except (measure.RuntimeUnavailable, measure.ProtocolError) as exc:
             return _fail(args, f"runtime {args.runtime} could not bench: {exc}", EXIT_INCONCLUSIVE)

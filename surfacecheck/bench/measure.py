@@ -62,16 +62,19 @@ def bench_in_process(variant_names: list[str], sizes: list[int], *, seed: int, b
     return series, memory
 
 
-def bench_protocol(runtime: str, sizes: list[int], appends: int | None) -> dict[str, Series]:
+def bench_protocol(runtime: str, sizes: list[int], appends: int | None,
+                   timeout: float = PROTOCOL_TIMEOUT) -> dict[str, Series]:
     """One ``bench`` request to ``runtime``; RuntimeUnavailable / ProtocolError propagate (inconclusive)."""
-    return series_from_result(bench_request(runtime, sizes, appends))
+    return series_from_result(bench_request(runtime, sizes, appends, timeout))
 
 
-def bench_request(runtime: str, sizes: list[int], appends: int | None) -> dict[str, Any]:
-    """The raw ``bench`` result of ``runtime`` (its series are read by :func:`series_from_result`)."""
+def bench_request(runtime: str, sizes: list[int], appends: int | None,
+                  timeout: float = PROTOCOL_TIMEOUT) -> dict[str, Any]:
+    """The raw ``bench`` result of ``runtime`` (its series are read by :func:`series_from_result`); the
+    ``bench`` request may take ``timeout`` seconds, the handshake the ordinary timeout."""
     handle = open_runtime(runtime)  # the handshake gets the ordinary timeout: a hung child is killed fast
     if hasattr(handle, "timeout"):
-        handle.timeout = PROTOCOL_TIMEOUT  # only the bench request itself may take long
+        handle.timeout = timeout  # only the bench request itself may take long
     try:
         args: dict[str, Any] = {"sizes": sizes}
         if appends is not None:

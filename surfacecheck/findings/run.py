@@ -127,6 +127,7 @@ def _replay(path: Path, runtime: str):
 def check_witnesses(report: FindingsReport, findings: list[registry.Finding]) -> None:
     """Each witness must still break its promise on the model (else STALE); on another runtime, note
     the ones it does not reproduce. A live witness's replayed violation is kept (observed/expected)."""
+    dead: str | None = None  # once the runtime proved unusable, no further witness is tried on it
     for f in findings:
         entry = {**f.to_json(), "steps": None, "found_by": [], "runtime_reproduces": None}
         try:
@@ -144,11 +145,13 @@ def check_witnesses(report: FindingsReport, findings: list[registry.Finding]) ->
             continue
         entry["violation"] = outcome.violation.to_json()
         entry["trace_path"] = str(f.trace_path)
-        if report.runtime != "model":
+        if report.runtime != "model" and dead is None:
             try:
                 entry["runtime_reproduces"] = reproduces(trace, report.runtime)
             except RuntimeUnavailable as exc:
-                report.unavailable.append(f"{f.id} on {report.runtime}: {exc.kind}: {str(exc).splitlines()[0]}")
+                dead = f"{exc.kind}: {str(exc).splitlines()[0]}"
+                report.unavailable.append(f"{f.id} on {report.runtime}: {dead}; the remaining witnesses were not "
+                                          f"tried on it")
             if entry["runtime_reproduces"] is False:
                 report.differs.append(f.id)
         report.known.append(entry)

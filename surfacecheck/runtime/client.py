@@ -13,17 +13,36 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import queue
 import shlex
+import signal
 import subprocess
 import threading
 import time
+import weakref
 from typing import Any
 
 from .api import LEVELS, PROTOCOL, ProtocolError, RuntimeUnavailable
 
 STDERR_LINES = 40
+STDERR_LINE_CHARS = 4000
+"""A flood of stderr keeps only its tail: so many lines, each cut to so many characters."""
+MAX_LINE = 32 * 1024 * 1024
+"""The longest response line read (characters); a longer one is a protocol failure, not an allocation."""
 _EOF = object()
+_TOO_LONG = object()
+_LIVE: "weakref.WeakSet[ProcessRuntime]" = weakref.WeakSet()
+
+
+def kill_all() -> None:
+    """Kill every runtime child still alive (and its process group): what an interrupted run does before it
+    exits, since the children lead their own sessions and a terminal's Ctrl-C no longer reaches them."""
+    for runtime in list(_LIVE):
+        try:
+            runtime._kill()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            pass
 
 
 class ProcessRuntime:
@@ -44,10 +63,13 @@ class ProcessRuntime:
         if not argv:
             raise RuntimeUnavailable("exited", "empty runtime command")
         try:
+            # its own process group, so a grandchild that keeps our pipes open dies with it (:meth:`_kill`)
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True, encoding="utf-8", errors="replace", bufsize=1, env=env)
+                                          text=True, encoding="utf-8", errors="replace", bufsize=1, env=env,
+                                          start_new_session=True)
         except OSError as exc:
             raise RuntimeUnavailable("exited", f"cannot start runtime command {command!r}: {exc}") from None
+        _LIVE.add(self)
         self._out_thread = threading.Thread(target=self._pump_stdout, daemon=True)
         self._err_thread = threading.Thread(target=self._pump_stderr, daemon=True)
         self._out_thread.start()
@@ -68,13 +90,15 @@ class ProcessRuntime:
     def close(self) -> None:
         """Close stdin (the server's end of input), give the child a moment, then kill it. Idempotent."""
         proc = getattr(self, "_proc", None)
-        if proc is None or proc.poll() is not None:
+        if proc is None:
             return
-        try:
-            proc.stdin.close()
-            proc.wait(timeout=1.0)
-        except (OSError, subprocess.TimeoutExpired):
-            self._kill()
+        if proc.poll() is None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=1.0)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()  # the child if it lingers, and whatever it left running in its group
 
     def __enter__(self) -> "ProcessRuntime":
         return self
@@ -94,22 +118,44 @@ class ProcessRuntime:
 
     # -- plumbing -----------------------------------------------------------------------------
     def _pump_stdout(self) -> None:
-        for line in self._proc.stdout:
-            self._lines.put(line)
+        try:
+            while True:
+                line = self._proc.stdout.readline(MAX_LINE + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE:
+                    self._lines.put(_TOO_LONG)
+                    return
+                self._lines.put(line)
+        except (OSError, ValueError):  # the pipe closed under us (the child was killed)
+            pass
         self._lines.put(_EOF)
 
     def _pump_stderr(self) -> None:
-        for line in self._proc.stderr:
-            self._stderr.append(line)
+        try:
+            while True:
+                line = self._proc.stderr.readline(STDERR_LINE_CHARS)
+                if not line:
+                    break
+                self._stderr.append(line if line.endswith("\n") else line + "…\n")
+        except (OSError, ValueError):
+            pass
 
     def _kill(self) -> None:
+        """SIGKILL the child's whole process group (it leads its own session), then reap the child."""
         proc = getattr(self, "_proc", None)
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            try:
-                proc.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
+        if proc is None or getattr(self, "_group_killed", False):
+            return
+        self._group_killed = True  # once: after that the group id may name someone else's group
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
+            if proc.poll() is None:
+                proc.kill()
+        try:
+            proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
 
     def _fail(self, kind: str, message: str) -> RuntimeUnavailable:
         """Kill the child, collect its stderr tail, and remember why it is unusable."""
@@ -144,6 +190,8 @@ class ProcessRuntime:
             raise self._fail("timeout", f"no answer to {op!r} within {timeout:g} s; the child was killed") from None
         if raw is _EOF:
             raise self._exited(f"exited before answering {op!r}")
+        if raw is _TOO_LONG:
+            raise self._fail("protocol", f"answered {op!r} with a line longer than {MAX_LINE} characters")
         return self._response(op, rid, raw)
 
     def _exited(self, what: str) -> RuntimeUnavailable:

@@ -141,7 +141,12 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
     report = VerifyReport(runtime_spec, profile, seed)
     began = time.perf_counter()
     err.write(f"verify: runtime {runtime_spec}, profile {profile}, seed {seed}\n")
-    runtime = open_runtime(runtime_spec, timeout=timeout)
+    try:
+        runtime = open_runtime(runtime_spec, timeout=timeout)
+    except RuntimeUnavailable as exc:  # it died or hung at the handshake: nothing was verified
+        report.unavailable, report.stderr = f"{exc.kind}: {exc}", exc.stderr
+        report.seconds = time.perf_counter() - began
+        return report
     try:
         try:
             supported = list(runtime.hello().get("levels", []))
