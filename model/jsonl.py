@@ -57,8 +57,12 @@ _DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_reject_constan
 
 
 def _parse(raw: bytes) -> Any:
-    """`JSON.parse` of one line; raises ValueError (incl. UnicodeDecodeError) when it is not JSON."""
-    return _DECODER.decode(raw.decode("utf-8"))
+    """`JSON.parse` of one line; raises ValueError (incl. UnicodeDecodeError) when it is not JSON, or when it
+    nests deeper than the decoder can follow (Python's recursion limit; no dsh log comes near it)."""
+    try:
+        return _DECODER.decode(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("nested too deeply to decode") from None
 
 
 def _is_number(value: Any) -> bool:

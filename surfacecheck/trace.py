@@ -130,6 +130,8 @@ def read_trace(path: str | Path) -> Trace:
             records.append((number, json.loads(raw)))
         except json.JSONDecodeError as exc:
             raise TraceError(path, number, f"not JSON: {exc.msg}") from None
+        except RecursionError:
+            raise TraceError(path, number, "not JSON this suite can read: nested too deeply") from None
     _require(bool(records), path, 1, "empty file: expected a trace header line")
     line, header = records[0]
     _require(isinstance(header, dict) and header.get("format") == FORMAT, path, line,

@@ -39,6 +39,8 @@ def load_policy(path: str | os.PathLike | None) -> RuntimePolicy:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise PolicyError(f"{path}:{exc.lineno}: policy is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise PolicyError(f"{path}:1: policy is not JSON this suite can read: nested too deeply") from None
     if not isinstance(obj, dict):
         raise PolicyError(f"{path}:1: policy must be a JSON object")
     try:

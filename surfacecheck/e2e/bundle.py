@@ -128,6 +128,6 @@ def is_e2e_target(target: str | Path) -> bool:
     try:
         with target.open(encoding="utf-8") as handle:
             header = json.loads(handle.readline() or "null")
-    except (OSError, ValueError, UnicodeDecodeError):
-        return False
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return False  # not an e2e trace: the ordinary trace reader says what is wrong with it
     return isinstance(header, dict) and header.get("source") == "e2e"

@@ -218,6 +218,8 @@ def _emit(args, report: E2EReport) -> int:
 
 
 def run_dsh_command(args) -> int:
+    from surfacecheck.trace import TraceError
+
     from .script import ScriptError, from_json
 
     if args.generate is not None and args.generate < 1:
@@ -241,6 +243,8 @@ def run_dsh_command(args) -> int:
         else:
             scripts = load_scripts(args.script)
     except ScriptError as exc:
+        return _usage(args, str(exc))
+    except TraceError as exc:  # a trace given where a script was expected (resolve_script reads its notes)
         return _usage(args, str(exc))
     mode = "generate" if args.generate is not None else "script" if args.script else "seeds"
     report = run_scripts(scripts, options, mode=mode, seed=args.seed if args.generate is not None else None,

@@ -355,6 +355,8 @@ def loads(text: str, source: str = "<script>") -> Script:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScriptError(f"{source}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ScriptError(f"{source}:1: not JSON this suite can read: nested too deeply") from None
     return from_json(obj, source)
 
 
