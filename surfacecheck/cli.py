@@ -178,11 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     anticipated is inconclusive (3), an interrupt exits 130 (SIGINT) and a bug of the suite itself is reported
     in one line and is inconclusive too, never a traceback and never 0 or 1 (a verdict nothing supports)."""
     from surfacecheck.runtime.api import RuntimeUnavailable
-    from surfacecheck.runtime.client import kill_all
+    from surfacecheck.runtime.client import kill_all, live
 
     args = build_parser().parse_args(argv)  # usage errors exit 2 here
     name = getattr(args, "command", None) or "surfacecheck"
-    previous = _on_sigterm()
+    previous, spared = _on_sigterm(), live()  # a caller's own runtimes (main called in-process) are spared
     try:
         return args.func(args)
     except RuntimeUnavailable as exc:
@@ -201,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _inconclusive(args, name, f"internal error (a bug in surfacecheck, not a verdict): "
                                          f"{type(exc).__name__}: {exc}; rerun with {DEBUG_ENV}=1 for the traceback")
     finally:
-        kill_all()  # no runtime child outlives the command, however it ended
+        kill_all(spared)  # no runtime child of this command outlives it, however it ended
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 

@@ -35,10 +35,16 @@ _TOO_LONG = object()
 _LIVE: "weakref.WeakSet[ProcessRuntime]" = weakref.WeakSet()
 
 
-def kill_all() -> None:
-    """Kill every runtime child still alive (and its process group): what an interrupted run does before it
-    exits, since the children lead their own sessions and a terminal's Ctrl-C no longer reaches them."""
-    for runtime in list(_LIVE):
+def live() -> frozenset:
+    """The runtimes whose children are alive now (to spare them in :func:`kill_all`)."""
+    return frozenset(_LIVE)
+
+
+def kill_all(keep: frozenset = frozenset()) -> None:
+    """Kill every runtime child still alive (and its process group), but those in ``keep``: what a command
+    does before it returns, since the children lead their own sessions and a terminal's Ctrl-C no longer
+    reaches them."""
+    for runtime in [r for r in list(_LIVE) if r not in keep]:
         try:
             runtime._kill()
         except Exception:  # noqa: BLE001 - best effort on the way out
