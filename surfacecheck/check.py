@@ -49,7 +49,7 @@ from .corpus import (
 )
 from .runtime.select import runtime_problem as select_runtime_problem
 from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
-from .stage import CheckContext
+from .stage import INTERRUPT_EXIT, CheckContext
 from .logcheck import (  # noqa: F401 - re-exported for callers and tests
     SOURCE_SCENARIO,
     SOURCES,
@@ -305,11 +305,15 @@ def run_check(
     progress.done()
 
     ctx = CheckContext(runtime=runtime, corpus=corpus_dir, strict=strict, report_dir=report_path, err=err)
+    interrupted: list[str] = []
     with quiet:
-        stage_results = run_stages(ctx, CAPABILITY_STAGES if stages is None else stages)
+        stage_results = run_stages(ctx, CAPABILITY_STAGES if stages is None else stages, interrupted)
 
     report = build_report(results, runtime, corpus_dir, scenario_path, time.perf_counter() - started)
     add_stages(report, stage_results)
+    if interrupted:  # a partial report: the stages run so far, the interrupted one, no verdict beyond them
+        report["interrupted"] = interrupted[0]
+        report["exit_code"] = INTERRUPT_EXIT[interrupted[0]]
     files = [report_path / REPORT_FILE, report_path / JUNIT_FILE]
     try:
         files[0].write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -323,5 +327,8 @@ def run_check(
     else:
         out.write(format_stages(stage_results))
         out.write(format_human(report, results, files, verbose))
+        if interrupted:
+            out.write(f"INTERRUPTED by {interrupted[0]}: the report holds the stages run so far "
+                      f"(exit {report['exit_code']})\n")
     out.flush()
     return report["exit_code"]

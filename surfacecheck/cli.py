@@ -179,6 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     in one line and is inconclusive too, never a traceback and never 0 or 1 (a verdict nothing supports)."""
     from surfacecheck.runtime.api import RuntimeUnavailable
     from surfacecheck.runtime.client import kill_all, live
+    from surfacecheck.stage import Terminated
 
     args = build_parser().parse_args(argv)  # usage errors exit 2 here
     name = getattr(args, "command", None) or "surfacecheck"
@@ -206,16 +207,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised where the command is so that it unwinds (and kills its children) like an interrupt."""
-
-
 def _on_sigterm():
     """Make SIGTERM raise :class:`Terminated` (main thread only); the previous handler, to restore."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return None
+
+    from surfacecheck.stage import Terminated
 
     def handler(signum, frame):
         raise Terminated()

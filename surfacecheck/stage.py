@@ -16,6 +16,14 @@ OK, VIOLATION, INCONCLUSIVE, SKIPPED = "ok", "violation", "inconclusive", "skipp
 EXIT_FOR = {OK: 0, SKIPPED: 0, VIOLATION: 1, INCONCLUSIVE: 3}
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (``surfacecheck.cli.main`` installs the handler) so that a run unwinds,
+    kills its runtime children and writes what it has, as an interrupt (SIGINT) does."""
+
+
+INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+
+
 @dataclass
 class CheckContext:
     """What ``check`` hands every stage: the runtime spelling, the corpus (or ``None``), whether

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from reports.junit import Outcome, TestCase
 
-from .stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult, fold_status
+from .stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult, Terminated, fold_status
 
 CAPABILITY_STAGES = ("runtime", "audit", "verify", "dsh", "findings", "prove", "explore", "e2e", "bench")
 ALL_STAGES = ("logs",) + CAPABILITY_STAGES
@@ -32,8 +32,10 @@ def _load(name: str):
         raise
 
 
-def run_stages(ctx: CheckContext, names: Sequence[str]) -> list[StageResult]:
-    """Run the named capability stages in order; progress and stage notes go to ``ctx.err``."""
+def run_stages(ctx: CheckContext, names: Sequence[str], interrupted: list | None = None) -> list[StageResult]:
+    """Run the named capability stages in order; progress and stage notes go to ``ctx.err``. An interrupt
+    (SIGINT, or SIGTERM as :class:`Terminated`) during a stage records it as inconclusive "interrupted", runs
+    no further stage, and appends the signal's name to ``interrupted`` (the caller writes the partial report)."""
     results = []
     for name in names:
         if name == "logs":
@@ -46,6 +48,21 @@ def run_stages(ctx: CheckContext, names: Sequence[str]) -> list[StageResult]:
             ctx.err.write(f"surfacecheck check: stage {name} ...\n")
             ctx.err.flush()
             result = module.stage(ctx)
+        except (KeyboardInterrupt, Terminated) as exc:
+            if interrupted is None:
+                raise
+            signame = "SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM"
+            from surfacecheck.runtime.client import kill_all
+
+            kill_all()  # the stage's runtime children, before anything is written
+            message = f"stage {name} interrupted by {signame}"
+            case = TestCase(name=name, classname="surfacecheck.stage",
+                            error=Outcome(message=message, type="interrupted"))
+            results.append(StageResult(name, INCONCLUSIVE, {"interrupted": signame}, message, [case],
+                                       time.perf_counter() - started))
+            ctx.err.write(f"surfacecheck check: {message}; writing the partial report\n")
+            interrupted.append(signame)
+            return results
         except Exception as exc:  # noqa: BLE001 - a crashing stage is reported, not raised
             tail = traceback.format_exception(exc)[-3:]
             message = f"stage {name} crashed: {type(exc).__name__}: {exc}"

@@ -206,3 +206,34 @@ def test_an_interrupt_kills_the_runtime_children(signum, code, tmp_path):
         time.sleep(0.1)
         left = _alive(token)
     assert not left, f"processes left behind: {left}"
+
+
+@pytest.mark.parametrize("signum, code, name", [(2, 130, "SIGINT"), (15, 143, "SIGTERM")])
+def test_an_interrupted_check_writes_its_partial_report(signum, code, name, tmp_path):
+    """Issue 18 point 4 for `check`: the signal arrives while the verify stage waits on a hung runtime; the
+    run kills the children, writes report.json marked interrupted (that stage inconclusive "interrupted") and
+    exits 130 / 143, leaving nothing behind."""
+    import signal as signals
+
+    status = tmp_path / "status.json"
+    proxy = " ".join(shlex.quote(p) for p in (sys.executable, str(ROOT / "tests" / "fault_proxy.py"), "hang", "2",
+                                              str(status), "--", sys.executable, "-m", "surfacecheck.serve", "embedded"))
+    token = f"surfacecheck-fault-{uuid.uuid4().hex}"
+    report_dir = tmp_path / "report"
+    child = subprocess.Popen([sys.executable, "-m", "surfacecheck", "check", "--only", "verify", "--report-dir",
+                              str(report_dir), "--runtime", f"cmd:{proxy}"], cwd=ROOT,
+                             env={**os.environ, "SURFACECHECK_FAULT_TOKEN": token}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (status.is_file() and json.loads(status.read_text())["fired"]):
+        time.sleep(0.05)
+    child.send_signal(signals.Signals(signum))
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == code, (out[-1500:], err[-1500:])
+    assert "Traceback" not in out + err, err
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["interrupted"] == name and report["exit_code"] == code
+    assert report["stages"]["verify"]["summary"] == {"interrupted": name}
+    assert f"INTERRUPTED by {name}" in out
+    time.sleep(0.5)
+    assert not _alive(token)
