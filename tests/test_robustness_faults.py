@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fault_proxy import BENIGN, FAULTS  # noqa: E402
 
-TIMEOUT = 2.0
+TIMEOUT = 4.0
 """The per-call timeout given to every command: a hang costs this much; `slow` answers at 0.9x of it."""
 WITNESS = "properties/findings/G10-compaction-usage-unbilled.jsonl"
 
@@ -65,25 +65,48 @@ def _alive(token: str) -> list[int]:
     return found
 
 
-def run_cell(command: str, fault: str, k: int, work: Path) -> dict:
-    """``surfacecheck COMMAND --runtime cmd:<proxy FAULT K>`` in a child; what came of it."""
-    work.mkdir(parents=True, exist_ok=True)
-    status = work / f"status-{uuid.uuid4().hex[:8]}.json"
-    proxy = " ".join(shlex.quote(p) for p in (sys.executable, str(ROOT / "tests" / "fault_proxy.py"), fault, str(k),
-                                              str(status), "--", sys.executable, "-m", "surfacecheck.serve", "embedded"))
-    token = f"surfacecheck-fault-{uuid.uuid4().hex}"
-    env = {**os.environ, "SURFACECHECK_FAULT_TOKEN": token, "FAULT_PROXY_SLOW": str(0.9 * TIMEOUT)}
-    env.pop("SURFACECHECK_DEBUG", None)
-    began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "surfacecheck", *_commands(work)[command], "--runtime", f"cmd:{proxy}"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    seconds = time.perf_counter() - began
+def _proxy(fault: str, k: int, status: Path) -> str:
+    """The ``cmd:`` runtime: the fault proxy fronting ``serve embedded``."""
+    return "cmd:" + " ".join(shlex.quote(p) for p in (
+        sys.executable, str(ROOT / "tests" / "fault_proxy.py"), fault, str(k), str(status), "--",
+        sys.executable, "-m", "surfacecheck.serve", "embedded"))
+
+
+def _token() -> str:
+    return f"surfacecheck-fault-{uuid.uuid4().hex}"
+
+
+def _left(token: str) -> list[int]:
+    """The run's processes still alive, after giving killed ones a moment to be reaped."""
     left = _alive(token)
-    for _ in range(20):  # a killed child is reaped asynchronously: give it a moment
+    for _ in range(20):
         if not left:
             break
         time.sleep(0.1)
         left = _alive(token)
+    return left
+
+
+def _wait_fired(status: Path, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not (status.is_file() and json.loads(status.read_text())["fired"]):
+        time.sleep(0.05)
+    assert status.is_file() and json.loads(status.read_text())["fired"], "the proxy never reached the faulty request"
+
+
+def run_cell(command: str, fault: str, k: int, work: Path) -> dict:
+    """``surfacecheck COMMAND --runtime cmd:<proxy FAULT K>`` in a child; what came of it."""
+    work.mkdir(parents=True, exist_ok=True)
+    status = work / f"status-{uuid.uuid4().hex[:8]}.json"
+    token = _token()
+    env = {**os.environ, "SURFACECHECK_FAULT_TOKEN": token, "FAULT_PROXY_SLOW": str(0.9 * TIMEOUT)}
+    env.pop("SURFACECHECK_DEBUG", None)
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "surfacecheck", *_commands(work)[command], "--runtime",
+                           _proxy(fault, k, status)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    seconds = time.perf_counter() - began
+    left = _left(token)
     state = json.loads(status.read_text()) if status.is_file() else {"fired": False, "requests": 0}
     return {"command": command, "fault": fault, "k": k, "exit": done.returncode, "fired": state["fired"],
             "requests": state["requests"], "traceback": "Traceback (most recent call last)" in done.stderr + done.stdout,
@@ -183,28 +206,17 @@ def test_an_interrupt_kills_the_runtime_children(signum, code, tmp_path):
     hangs at request 2) exits 130 / 143, without a traceback, and leaves no process of the run behind."""
     import signal as signals
 
-    status = tmp_path / "status.json"
-    proxy = " ".join(shlex.quote(p) for p in (sys.executable, str(ROOT / "tests" / "fault_proxy.py"), "hang", "2",
-                                              str(status), "--", sys.executable, "-m", "surfacecheck.serve", "embedded"))
-    token = f"surfacecheck-fault-{uuid.uuid4().hex}"
-    env = {**os.environ, "SURFACECHECK_FAULT_TOKEN": token}
+    status, token = tmp_path / "status.json", _token()
     child = subprocess.Popen([sys.executable, "-m", "surfacecheck", "replay", WITNESS, "--timeout", "60",
-                              "--runtime", f"cmd:{proxy}"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              "--runtime", _proxy("hang", 2, status)], cwd=ROOT,
+                             env={**os.environ, "SURFACECHECK_FAULT_TOKEN": token}, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (status.is_file() and json.loads(status.read_text())["fired"]):
-        time.sleep(0.1)
-    assert json.loads(status.read_text())["fired"], "the proxy never reached the hanging request"
+    _wait_fired(status, 30)
     child.send_signal(signals.Signals(signum))
     out, err = child.communicate(timeout=30)
     assert child.returncode == code, (out, err)
     assert "Traceback" not in out + err, err
-    left = _alive(token)
-    for _ in range(20):
-        if not left:
-            break
-        time.sleep(0.1)
-        left = _alive(token)
+    left = _left(token)
     assert not left, f"processes left behind: {left}"
 
 
@@ -215,18 +227,12 @@ def test_an_interrupted_check_writes_its_partial_report(signum, code, name, tmp_
     exits 130 / 143, leaving nothing behind."""
     import signal as signals
 
-    status = tmp_path / "status.json"
-    proxy = " ".join(shlex.quote(p) for p in (sys.executable, str(ROOT / "tests" / "fault_proxy.py"), "hang", "2",
-                                              str(status), "--", sys.executable, "-m", "surfacecheck.serve", "embedded"))
-    token = f"surfacecheck-fault-{uuid.uuid4().hex}"
-    report_dir = tmp_path / "report"
+    status, token, report_dir = tmp_path / "status.json", _token(), tmp_path / "report"
     child = subprocess.Popen([sys.executable, "-m", "surfacecheck", "check", "--only", "verify", "--report-dir",
-                              str(report_dir), "--runtime", f"cmd:{proxy}"], cwd=ROOT,
+                              str(report_dir), "--runtime", _proxy("hang", 2, status)], cwd=ROOT,
                              env={**os.environ, "SURFACECHECK_FAULT_TOKEN": token}, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (status.is_file() and json.loads(status.read_text())["fired"]):
-        time.sleep(0.05)
+    _wait_fired(status, 120)
     child.send_signal(signals.Signals(signum))
     out, err = child.communicate(timeout=60)
     assert child.returncode == code, (out[-1500:], err[-1500:])
@@ -235,5 +241,4 @@ def test_an_interrupted_check_writes_its_partial_report(signum, code, name, tmp_
     assert report["interrupted"] == name and report["exit_code"] == code
     assert report["stages"]["verify"]["summary"] == {"interrupted": name}
     assert f"INTERRUPTED by {name}" in out
-    time.sleep(0.5)
-    assert not _alive(token)
+    assert not _left(token)

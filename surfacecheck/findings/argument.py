@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import reachability
+from .paths import display_path
 from .dsh_text import check_quote, installed_modules, spec_path
 from .registry import Finding
 
@@ -42,7 +43,7 @@ def argue(finding: Finding, corpus: Path | None, modules: Path | None = None, sp
         problems += [f"reachability: corpus log {row['log']} does not show it ({row['why']})"
                      for row in reach["proof"] if row["shows"] is False]
     trace = reachability.library_trace(reach, finding.trace_path)
-    trace = _checkout_relative(trace) if trace is not None else None
+    trace = display_path(trace) if trace is not None else None
     if reach["kind"] == "shipped-runtime":
         reach["proof"] = {"e2e": reach["e2e"],
                           "command": f"surfacecheck e2e dsh --script scenarios/e2e/{reach['e2e']}.json"}
@@ -51,15 +52,6 @@ def argue(finding: Finding, corpus: Path | None, modules: Path | None = None, sp
     elif trace is not None:
         reach["proof"]["library"] = f"surfacecheck replay {trace} --runtime dsh"
     return {"evidence": evidence, "evidence_also": also, "reachability": reach, "problems": problems}
-
-
-def _checkout_relative(path: Path) -> str:
-    """A path under the checkout as the replay command a reader types from it (stable in the committed report)."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        return str(Path(path).resolve().relative_to(root))
-    except ValueError:
-        return str(path)
 
 
 def reproduced_on(shown_on: dict | None, reach: dict | None) -> list[str]:

@@ -23,6 +23,7 @@ from surfacecheck.trace import TraceError, read_trace, write_trace
 
 from . import reachability, registry
 from .argument import argue, order, reproduced_on
+from .paths import display_path
 from .evidence import cost_lines, promise_info, promises_section, summary
 from .search import EXPLORE_BOUNDS, Discovery, explore_search, hypothesis_search, scan_logs
 
@@ -255,17 +256,6 @@ def run_findings(runtime: str = "model", *, strict: bool = False, registry_path:
 
 
 # -- the findings and promises sections -------------------------------------------------------------------
-def display_path(path: str | Path) -> str:
-    """``path`` relative to the working directory (or the checkout) when under it, else absolute."""
-    path = Path(path).resolve()
-    for root in (Path.cwd().resolve(), Path(registry.DEFAULT_PATH).resolve().parent.parent):
-        try:
-            return str(path.relative_to(root))
-        except ValueError:
-            continue
-    return str(path)
-
-
 def _trace_info(path: str | None, steps: int | None) -> dict:
     shown = display_path(path) if path else None
     return {"path": shown, "steps": steps,
