@@ -49,7 +49,7 @@ from .corpus import (
 )
 from .runtime.select import runtime_problem as select_runtime_problem
 from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
-from .stage import INTERRUPT_EXIT, CheckContext
+from .stage import INTERRUPT_EXIT, CheckContext, Terminated
 from .logcheck import (  # noqa: F401 - re-exported for callers and tests
     SOURCE_SCENARIO,
     SOURCES,
@@ -187,6 +187,10 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
         "violated": f"VIOLATED: {total['violations']} violation(s) in {total['violated']} of {total['logs']} logs",
         "inconclusive": f"INCONCLUSIVE: {total['inconclusive']} of {total['logs']} logs reached no verdict",
     }[report.get("logs_verdict", report["verdict"])]
+    if report.get("logs_interrupted"):
+        cut = report["logs_interrupted"]
+        verdict = f"INTERRUPTED after {cut['checked']} of {cut['of']} logs" + (
+            f" ({total['violations']} violation(s) so far)" if total["violations"] else "")
     stages = report.get("stages") or {}
     if not stages:
         out += ["", f"{verdict} (exit {report['exit_code']})"]
@@ -293,26 +297,37 @@ def run_check(
     registry = known_corpus()
     results: list[LogResult] = []
     progress = _Progress(len(jobs), err)
+    interrupted: list[str] = []
     # With --json, stdout carries only the report: anything the model prints goes to stderr.
     quiet = contextlib.redirect_stdout(err) if json_out else contextlib.nullcontext()
-    with quiet:
-        for index, (path, source, name, exp) in enumerate(jobs, start=1):
-            progress.step(index, name)
-            result = check_log(loaded, path, source, name, exp)
-            if source == SESSIONS_DIR:
-                apply_known(result, registry.get(path.name), strict)
-            results.append(result)
+    try:
+        with quiet:
+            for index, (path, source, name, exp) in enumerate(jobs, start=1):
+                progress.step(index, name)
+                result = check_log(loaded, path, source, name, exp)
+                if source == SESSIONS_DIR:
+                    apply_known(result, registry.get(path.name), strict)
+                results.append(result)
+    except (KeyboardInterrupt, Terminated) as exc:  # the logs stage: report the logs checked so far, run no stage
+        interrupted.append("SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM")
+        err.write(f"\nsurfacecheck check: logs interrupted by {interrupted[0]} after {len(results)} of {len(jobs)} "
+                  "logs; writing the partial report\n")
     progress.done()
 
     ctx = CheckContext(runtime=runtime, corpus=corpus_dir, strict=strict, report_dir=report_path, err=err)
-    interrupted: list[str] = []
-    with quiet:
-        stage_results = run_stages(ctx, CAPABILITY_STAGES if stages is None else stages, interrupted)
+    stage_results = []
+    if not interrupted:
+        with quiet:
+            stage_results = run_stages(ctx, CAPABILITY_STAGES if stages is None else stages, interrupted)
 
     report = build_report(results, runtime, corpus_dir, scenario_path, time.perf_counter() - started)
     add_stages(report, stage_results)
     if interrupted:  # a partial report: the stages run so far, the interrupted one, no verdict beyond them
         report["interrupted"] = interrupted[0]
+        if len(results) < len(jobs):  # the unchecked logs reached no verdict: never "held"
+            report["logs_interrupted"] = {"checked": len(results), "of": len(jobs)}
+            report["logs_verdict"] = "inconclusive"
+            report["verdict"] = "violated" if report["verdict"] == "violated" else "inconclusive"
         report["exit_code"] = INTERRUPT_EXIT[interrupted[0]]
     files = [report_path / REPORT_FILE, report_path / JUNIT_FILE]
     try:

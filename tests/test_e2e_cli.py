@@ -57,7 +57,7 @@ def fake(monkeypatch, tmp_path):
     events = [{"type": "user/message", "seq": 0, "time": 1, "data": {"content": "x"}, "surfaceOp": "append"},
               {"type": "compaction/start", "seq": 1, "time": 2, "data": {"reason": "pressure"}}]
 
-    def execute(script, *, runtime, keep_dir, timeout):
+    def execute(script, *, runtime, keep_dir, timeout, **_network):
         state.calls.append(script.to_json())
         if state.mode == "crash":
             raise RuntimeFailed("runtime timed out after 1 s (server stopped answering)")
@@ -412,7 +412,7 @@ def test_real_runtime_killed_mid_run_is_exit_3(monkeypatch, tmp_path, capsys):
     if not sdk_installed() and not os.environ.get("CI"):
         pytest.skip("deepseek-harness-sdk not installed: pip install -e '.[dsh]'")
 
-    def execute(script, *, runtime, keep_dir, timeout):
+    def execute(script, *, runtime, keep_dir, timeout, **_network):
         server = ScriptedServer(script)
         server.start()
         try:

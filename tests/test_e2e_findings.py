@@ -49,7 +49,7 @@ def stand_in(monkeypatch, tmp_path):
     """The runtime replaced by a model-written log (the G10 witness); judge/audit/paths trivial."""
     log = model_log(tmp_path / "g10.jsonl")
 
-    def execute(script, *, runtime, keep_dir, timeout):
+    def execute(script, *, runtime, keep_dir, timeout, **_network):
         keep_dir.mkdir(parents=True, exist_ok=True)
         copy = keep_dir / "session.jsonl"
         copy.write_bytes(log.read_bytes())

@@ -20,6 +20,10 @@ from surfacecheck.trace import Step, Violation
 from surfacecheck.verify.lockstep import Lockstep
 
 
+MEMORY_EVERY = 64
+"""Steps between two looks at the resident set (``--max-memory``)."""
+
+
 class LockstepFailure(AssertionError):
     """A property failed at a step; carries the :class:`Violation`."""
 
@@ -48,6 +52,7 @@ class RunContext:
     failure: tuple[list[Step], Violation] | None = None
     unavailable: RuntimeUnavailable | None = None
     progress: Any = None  # a tqdm bar (or None), advanced once per example
+    memory: Any = None  # a surfacecheck.memory.MemoryLimit (or None), looked at every MEMORY_EVERY steps
     extra: dict = field(default_factory=dict)
 
     @property
@@ -86,6 +91,8 @@ class LockstepMachine(RuleBasedStateMachine):
 
     def do(self, op: str, args: dict, label: str = "") -> dict:
         ctx = self.context
+        if ctx.memory is not None and (ctx.memory.reached or ctx.steps % MEMORY_EVERY == 0):
+            ctx.memory.check()  # MemoryLimitReached (a BaseException, sticky): the run stops, never shrunk
         try:
             result, violation = self.lockstep.run(Step(op, args, label))
         except RuntimeUnavailable as exc:

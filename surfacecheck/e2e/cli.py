@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from .run import FOUR_PATHS, INSTALL_HINT, PATHS, SPEC_VERSION, E2EReport, Options, run_scripts
+from .runner import DEFAULT_STALL
 
 DESCRIPTION = f"""\
 Drive the real DeepSeek Harness runtime (pip install -e '.[dsh]': deepseek-harness-sdk=={SPEC_VERSION})
@@ -69,6 +70,9 @@ def register(commands) -> None:
                         "between the two is reported as a drift:<id> finding (exit 1)")
     p.add_argument("--timeout", type=float, default=180.0, metavar="S",
                    help="wall-clock limit per script run in seconds (default: %(default)s)")
+    p.add_argument("--stall", type=float, default=DEFAULT_STALL, metavar="S",
+                   help="seconds without progress (no model request, no finished turn) before a run is declared "
+                        "hung, killed and reported inconclusive (default: %(default)s)")
     p.add_argument("--shrink-budget", type=int, default=25, metavar="K",
                    help="at most K extra runtime runs while shrinking a failing generated script (default: %(default)s; 0: no shrinking)")
     p.add_argument("--isolate-network", action="store_true",
@@ -226,8 +230,11 @@ def run_dsh_command(args) -> int:
         return _usage(args, f"--generate must be at least 1 (got {args.generate})")
     if args.timeout <= 0:
         return _usage(args, "--timeout must be positive")
+    if args.stall <= 0:
+        return _usage(args, "--stall must be positive")
     command = "surfacecheck " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["e2e"] else "surfacecheck e2e dsh"
     network = {k: True for k, on in (("isolate_network", args.isolate_network), ("trace_connect", args.trace_connect)) if on}
+    network["stall_timeout"] = args.stall
     options = Options(runtime=args.runtime_version, keep=Path(args.keep) if args.keep else None, python=args.python,
                       network=network,
                       bundle_dir=Path(args.bundle_dir), timeout=args.timeout, err=sys.stderr, command=command,

@@ -86,19 +86,28 @@ def main(argv):
     except BaseException as exc:  # noqa: BLE001 - report every failure to the parent
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["runtime_exit"] = runtime_exit(harness)
-        traceback.print_exc()
+        report_failure(args["result_path"], exc)
         return 1
     finally:
         result["phase"] = "closing"
         write(args["result_path"], result)
+        proc = getattr(harness.client, "_proc", None)
         try:
             harness.close()
-        except Exception:  # noqa: BLE001
-            traceback.print_exc()
+        except Exception as exc:  # noqa: BLE001
+            report_failure(args["result_path"], exc)
         result["runtime_stderr"] = list(getattr(harness.client, "_stderr_lines", []))
+        result["closing_exit"] = getattr(proc, "returncode", None)  # the runtime's status after the shutdown
         result["phase"] = "closed"
         write(args["result_path"], result)
     return 0
+
+
+def report_failure(result_path, exc):
+    """One line on stderr (the parent quotes its stderr tail); the traceback beside the result, for a kept run dir."""
+    print(f"driver: {type(exc).__name__}: {exc}", file=sys.stderr)
+    with open(result_path + ".traceback.txt", "a", encoding="utf-8") as handle:
+        traceback.print_exception(exc, file=handle)
 
 
 def runtime_exit(harness):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .promises import find_on, wire_on
+from .unscripted import unscripted_failures
 
 SPEC_VERSION = "0.1.1rc1"
 INSTALL_HINT = "deepseek-harness-sdk not installed: pip install -e '.[dsh]'"
@@ -248,7 +249,7 @@ class Options:
     runtime: str = SPEC_VERSION
     keep: Path | None = None
     python: str | None = None  # the interpreter whose SDK runs another release (drift mode)
-    network: dict = field(default_factory=dict)  # isolate_network / trace_connect for runner.run_script
+    network: dict = field(default_factory=dict)  # isolate_network / trace_connect / stall_timeout for runner.run_script
     bundle_dir: Path = Path("reports/out/e2e")
     timeout: float = 180.0
     err: Any = field(default_factory=lambda: sys.stderr)
@@ -316,6 +317,13 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
                                         "message": "the runtime or its tools connected outside 127.0.0.1"})
         failed = bool(outcome.differences) or outcome.audit["errors"] > 0
         outcome.verdict = DIFFERED if failed else AGREED
+        off_script = unscripted_failures(run.events)
+        if off_script and not failed:  # a difference stands (violation beats inconclusive); agreement would prove nothing
+            outcome.verdict = INCONCLUSIVE
+            outcome.message = ("the conversation left its script (the scripted server or the transport failed, so "
+                               "agreement proves nothing about the scripted paths): " + "; ".join(off_script[:3])
+                               + (f"; {len(off_script) - 3} more" if len(off_script) > 3 else ""))
+            return outcome, run
         if failed:
             from .bundle import write_bundle
 

@@ -200,12 +200,17 @@ def _run(doc: dict, run_dir: Path, *, timeout: float, python: str, isolate: bool
         elif isinstance(died, int) and died > 0:
             why = f"the runtime executable exited with status {died} ({why.splitlines()[0]})"
         raise RuntimeFailed(f"runtime failed: {why.strip()}{_server_note(server_errors)}{_tail(tail)}")
+    closing = outcome.get("closing_exit")
+    if isinstance(closing, int) and closing != 0:  # every turn ran, but the runtime died or hung while shutting down
+        how = f"was killed by signal {-closing}" if closing < 0 else f"exited with status {closing}"
+        raise RuntimeFailed(f"runtime failed while shutting down: after the last turn the runtime executable {how} "
+                            f"(its log may be unfinished){_server_note(server_errors)}{_tail(tail)}")
     log = _find_log(dirs["sessions"], session_id)
     if log is None:
         raise RuntimeFailed(f"runtime finished but wrote no session.jsonl under {dirs['sessions']}{_tail(tail)}")
     log_path = run_dir / "session.jsonl"
     shutil.copyfile(log, log_path)
-    events = [json.loads(line) for line in log_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    events = _read_events(log_path)
     connects = _connects(run_dir / "connect.log") if trace else None
     return RunResult(log_path=log_path, events=events, requests=requests, stderr_tail=tail, seconds=seconds,
                      run_dir=run_dir, version=outcome.get("sdk_version"), turns=outcome.get("turns", []),
@@ -364,6 +369,32 @@ def outside_loopback(connects: list[str]) -> list[str]:
         elif family not in ("AF_INET", "AF_INET6", "AF_UNIX", "AF_LOCAL", "AF_NETLINK"):
             leaks.append(target)
     return leaks
+
+
+def _read_events(path: Path) -> list[dict]:
+    """The log's records, read as dsh's scanner would (spec 1.7); a log the runtime left unfinished or corrupt is
+    a failed run (inconclusive), named by file and line: a torn final record (the runtime exited without finishing
+    it: dsh ignores it, so the run's last event is lost), a line that is not JSON, bytes that are not UTF-8."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise RuntimeFailed(f"{path}:{line}: the runtime's session log is not UTF-8 ({exc.reason})") from None
+    lines = text.split("\n")
+    if lines[-1]:
+        raise RuntimeFailed(f"{path}:{len(lines)}: the runtime's session log ends in a torn record (no newline): "
+                            "the runtime did not finish writing it")
+    events = []
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except ValueError as exc:
+            raise RuntimeFailed(f"{path}:{number}: the runtime's session log holds a line that is not JSON "
+                                f"({getattr(exc, 'msg', exc)})") from None
+    return events
 
 
 def _read_json(path: Path) -> Any:

@@ -52,6 +52,8 @@ FIXED_COMPLETION_TOKENS = 8
 DEFAULT_SUMMARY = {"outcome": "text", "ratio": 0.1}
 MODEL_ID = "surfacecheck-scripted"
 TEXT_CHUNK = 64
+SUMMARY_FAILURE = "scripted summarizer failure"
+"""The message of a scripted summary ``failure`` (HTTP 500): the runtime closes the bracket with it (spec 8.3)."""
 
 
 def script_json(script: Any) -> dict:
@@ -308,7 +310,7 @@ class ScriptedServer(LoopbackScriptedServer):
             "type": "invalid_request_error", "param": None, "code": "context_length_exceeded"}}
 
     def _summary_failure(self) -> tuple[int, dict]:
-        return 500, {"error": {"message": "scripted summarizer failure", "type": "server_error",
+        return 500, {"error": {"message": SUMMARY_FAILURE, "type": "server_error",
                                "code": "scripted_failure"}}
 
     def _span_chars(self, body: dict) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 
-from .server import TEXT_CHUNK, LoopbackScriptedServer, compact_json, tool_command, utf16_len
+from .server import SUMMARY_FAILURE, TEXT_CHUNK, LoopbackScriptedServer, compact_json, tool_command, utf16_len
 
 MESSAGES_PATH = "/v1/messages"
 OVERFLOW_MESSAGE = "prompt is too long: the request exceeds this model's maximum context length"
@@ -88,7 +88,7 @@ def overflow_error() -> tuple[int, dict]:
 
 def summary_failure() -> tuple[int, dict]:
     """HTTP 500: a failing summarizer call (spec 8.3 closes the bracket with an error)."""
-    return 500, error_body("api_error", "scripted summarizer failure")
+    return 500, error_body("api_error", SUMMARY_FAILURE)
 
 
 def span_chars(body: dict) -> int:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from surfacecheck.memory import MemoryLimitReached
+
 from .canonical import key
 from .safety import check_state
 from .world import RET, SURF, World
@@ -34,6 +36,7 @@ class Exploration:
     state_violations: dict = field(default_factory=dict)  # state index -> [(property, message)]
     seconds: float = 0.0
     complete: bool = True
+    stopped: str | None = None  # why the search stopped early (a memory limit), when it did
     _preds: list | None = None
     _succs: list | None = None
     _graph: nx.DiGraph | None = None
@@ -119,15 +122,20 @@ def no_cyclic_gc():
             gc.enable()
 
 
+MEMORY_EVERY = 4096
+"""New states between two looks at the resident set (reading /proc/self/statm costs ~10 us)."""
+
+
 def explore(world: World, *, symmetry: bool = True, reverse: bool = False, max_states: int | None = None,
-            on_level=None) -> Exploration:
+            on_level=None, memory=None) -> Exploration:
     """BFS over every reachable state of ``world``. ``reverse`` tries actions in the opposite order
-    (results must not change); ``max_states`` stops early (``complete`` is then False)."""
+    (results must not change); ``max_states`` or a ``memory`` bound (:class:`surfacecheck.memory.MemoryLimit`)
+    stops early (``complete`` is then False, ``stopped`` says why)."""
     with no_cyclic_gc():
-        return _explore(world, symmetry, reverse, max_states, on_level)
+        return _explore(world, symmetry, reverse, max_states, on_level, memory)
 
 
-def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level) -> Exploration:
+def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level, memory) -> Exploration:
     exp = Exploration(world, symmetry)
     start = time.perf_counter()
     initial = world.initial()
@@ -136,7 +144,7 @@ def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None
     states.append(initial)
     depth.append(0)
     state_checks: dict = {}
-    frontier, level = [0], 0
+    frontier, level, next_look = [0], 0, 0
     while frontier:
         nxt = []
         for src in frontier:
@@ -162,6 +170,14 @@ def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None
                 exp.complete = False
                 nxt = []
                 break
+            if memory is not None and len(states) >= next_look:
+                next_look = len(states) + MEMORY_EVERY
+                try:
+                    memory.check()
+                except MemoryLimitReached as reached:
+                    exp.complete, exp.stopped = False, f"incomplete at {len(states)} states: {reached}"
+                    nxt = []
+                    break
         frontier, level = nxt, level + 1
         if on_level is not None:
             on_level(level, len(states), len(edges))

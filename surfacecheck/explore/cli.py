@@ -5,6 +5,8 @@ import argparse
 import json
 import sys
 
+from surfacecheck.memory import parse_size
+
 from .world import Bounds
 
 DESCRIPTION = """\
@@ -65,6 +67,10 @@ def register(commands) -> None:
     runs.add_argument("--exact", action="store_true",
                       help="one model run per distinct surface (no sharing across surfaces of one shape; slower)")
     p.add_argument("--trace-dir", metavar="DIR", default=None, help="write each counterexample trace here (JSONL)")
+    p.add_argument("--max-memory", type=parse_size, default=None, metavar="SIZE",
+                   help="stop before this process's resident memory passes SIZE (512M, 2G, ...): the states found "
+                        "are still checked for safety, and the run ends 'incomplete at N states' (exit 3) unless "
+                        "one violates (exit 1); default: no bound")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.set_defaults(func=main)
 
@@ -96,7 +102,8 @@ def main(args) -> int:
         report = run_explore(bounds, variant=chosen, settings=Settings(context_window=args.window),
                              symmetry=not args.no_symmetry, reverse=args.reverse, k=max(1, args.response_bound),
                              trace_dir=args.trace_dir, command=command, on_level=bar.update if bar else None,
-                             cache=args.cache, shared=not args.exact, oracle=args.oracle)
+                             cache=args.cache, shared=not args.exact, oracle=args.oracle,
+                             max_memory=args.max_memory)
     finally:
         if bar:
             bar.close()
@@ -144,7 +151,7 @@ def human(report: dict) -> str:
         + (f" (+{report['cached_transitions']} cached)" if report.get("cached_transitions") else "")
         + ("" if report["complete"] else "  (INCOMPLETE)"),
         f"  invariants checked in every state/transition: {', '.join(report['invariants'])}",
-        f"  progress checked on the graph: {', '.join(report['progress']) or 'none (needs the VIEW reduction)'}",
+        f"  progress checked on the graph: {', '.join(report['progress']) or ('none (the search is incomplete)' if report.get('stopped') else 'none (needs the VIEW reduction)')}",
     ]
     if report.get("oracle") is not None:
         o = report["oracle"]
@@ -155,6 +162,9 @@ def human(report: dict) -> str:
                          f"model {m['model']} != shared {m['shared']}")
     if not report["violations"] and report["verdict"] == "ok":
         lines.append("  verdict: ok (no violation)")
+    if report.get("stopped"):
+        lines.append(f"  {report['stopped'].upper()[:10]}{report['stopped'][10:]}; safety checked on the states found, progress not checked"
+                     + ("" if report["violations"] else " (exit 3)"))
     for v in report["violations"]:
         lines.append(f"  VIOLATION {v['property']} ({v['kind']}): {v['message']}")
         lines.append(f"    shortest trace, {v['length']} actions: {' '.join(v['actions'])}"

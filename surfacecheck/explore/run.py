@@ -13,6 +13,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from surfacecheck.memory import MemoryLimit
 from surfacecheck.trace import write_trace
 
 from .bfs import Exploration, explore, no_cyclic_gc
@@ -121,32 +122,40 @@ def _simulates(world: World, actions: list[str], states: list[tuple]) -> bool:
 
 def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Settings | None = None, symmetry: bool = True,
                 reverse: bool = False, k: int = 1, trace_dir: Path | None = None, command: str | None = None,
-                on_level=None, cache: Path | None = None, shared: bool = True, oracle: bool = False) -> dict:
+                on_level=None, cache: Path | None = None, shared: bool = True, oracle: bool = False,
+                max_memory: int | None = None) -> dict:
     """Explore, check, and return the report (a JSON document). ``cache``: a transition cache file;
     ``shared``: share model runs across surfaces of one shape (:mod:`.shape`); ``oracle``: also run the
-    model on every real surface and report any difference (a difference is a failure, exit 1)."""
+    model on every real surface and report any difference (a difference is a failure, exit 1).
+    ``max_memory`` (bytes): stop the search before the resident set passes it; the states found so far are
+    still checked for safety (a violation there is real: exit 1), progress is not (a partial graph has false
+    dead ends), and otherwise the verdict is ``incomplete`` (exit 3), never ok."""
     world = World(bounds, settings or Settings(), variant, shared=shared, check_oracle=oracle)
     cached = 0
     if cache is not None:
         from . import cache as transition_cache
 
         cached = transition_cache.load(world, cache)
-    exp = explore(world, symmetry=symmetry, reverse=reverse, on_level=on_level)
+    exp = explore(world, symmetry=symmetry, reverse=reverse, on_level=on_level,
+                  memory=MemoryLimit(max_memory) if max_memory else None)
     if cache is not None and world.oracle_calls:
         transition_cache.save(world, cache)
     started = time.perf_counter()
     with no_cyclic_gc():
         findings = safety_findings(exp)
-        if symmetry:
+        checks_progress = symmetry and exp.complete
+        if checks_progress:
             findings += progress_findings(exp, k)
-        graph = exp.graph()
-        components = sum(1 for _ in nx.strongly_connected_components(graph))
+        graph = exp.graph() if exp.complete else None
+        components = sum(1 for _ in nx.strongly_connected_components(graph)) if graph is not None else None
     check_seconds = time.perf_counter() - started
     write_traces(findings, world, trace_dir, command)
     failed = bool(findings or world.oracle_mismatches)
-    verdict = "violation" if findings else "oracle-mismatch" if world.oracle_mismatches else "ok"
+    verdict = ("violation" if findings else "oracle-mismatch" if world.oracle_mismatches else
+               "ok" if exp.complete else "incomplete")
     return {
-        "verdict": verdict, "exit_code": 1 if failed else 0, "variant": variant.name,
+        "verdict": verdict, "exit_code": 1 if failed else 0 if exp.complete else 3, "variant": variant.name,
+        "stopped": exp.stopped, "max_memory": max_memory,
         "bounds": {"events": bounds.events, "tool_pairs": bounds.tool_pairs, "compactions": bounds.compactions,
                    "max_seq": bounds.max_seq},
         "settings": {"context_window": world.settings.context_window, "threshold": world.settings.threshold,
@@ -157,8 +166,8 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
         "seconds": round(exp.seconds, 3), "states_per_second": round(exp.rate, 1),
         "check_seconds": round(check_seconds, 3), "model_runs": world.oracle_calls, "cached_transitions": cached, "complete": exp.complete,
         "graph": {"nodes": graph.number_of_nodes(), "arcs": graph.number_of_edges(),
-                  "strongly_connected_components": components},
-        "invariants": list(SAFETY_PROPERTIES), "progress": list(PROGRESS_PROPERTIES) if symmetry else [],
+                  "strongly_connected_components": components} if graph is not None else None,
+        "invariants": list(SAFETY_PROPERTIES), "progress": list(PROGRESS_PROPERTIES) if checks_progress else [],
         "violations": [f.to_json() for f in findings],
         "model_runs_mode": "exact" if not shared else "shared+oracle" if oracle else "shared",
         "oracle": {"checked": world.oracle_checks, "mismatches": world.oracle_mismatches[:20],

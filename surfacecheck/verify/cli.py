@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from surfacecheck.memory import parse_size
 from surfacecheck.runtime.api import LEVELS
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT, runtime_problem
 
@@ -65,6 +66,10 @@ def register(commands) -> None:
     p.add_argument("--no-save", action="store_true", help="do not keep new traces in the regression folder")
     p.add_argument("--no-shrink", action="store_true", help="report the first failing example unshrunk (faster)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
+    p.add_argument("--max-memory", type=parse_size, default=None, metavar="SIZE",
+                   help="stop before an example would start with this process's resident memory above SIZE (512M, "
+                        "2G, ...): the run ends 'incomplete after N examples' (exit 3) unless a violation came first; "
+                        "a cmd: runtime's own memory is not counted; default: no bound")
     p.set_defaults(func=run_verify_command)
 
     p = commands.add_parser("replay",
@@ -98,7 +103,7 @@ def run_verify_command(args) -> int:
         report = verify(args.runtime, level=args.level, profile=profile, seed=args.seed,
                         trace_dir=Path(args.trace_dir), regressions=regressions, replay_also=replay_also, save_regressions=not args.no_save,
                         timeout=args.timeout, command="surfacecheck " + " ".join(sys.argv[1:]),
-                        shrink=not args.no_shrink)
+                        shrink=not args.no_shrink, max_memory=args.max_memory)
     except ValueError as exc:
         return _usage(args, str(exc))
     except OSError as exc:

@@ -51,7 +51,7 @@ class VerifyReport:
     def status(self) -> str:
         if any(lv.violation for lv in self.levels) or any(r["verdict"].startswith("failing") for r in self.regressions):
             return "violation"
-        if self.unavailable or any(lv.unavailable for lv in self.levels) or \
+        if self.unavailable or any(lv.unavailable or lv.incomplete for lv in self.levels) or \
                 any(r["verdict"] == "inconclusive" for r in self.regressions):
             return "inconclusive"
         return "ok"
@@ -82,6 +82,8 @@ class VerifyReport:
             if lv.violation:
                 v = lv.violation
                 lines.append(f"    {v.property} at step {v.step} of {len(lv.trace_steps)}: {v.message}")
+            if lv.incomplete:
+                lines.append(f"    {lv.incomplete.upper()[:10]}{lv.incomplete[10:]}")
             if lv.unavailable:
                 lines.append(f"    runtime unavailable: {lv.unavailable}")
                 if lv.stderr:
@@ -134,8 +136,10 @@ def keep_regression(folder: Path, trace: Trace) -> Path:
 def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", seed: int | None = None,
            trace_dir: Path = Path("reports/out/traces"), regressions: Path | None = REGRESSIONS,
            save_regressions: bool = True, timeout: float = 10.0, err: TextIO = sys.stderr,
-           command: str | None = None, shrink: bool = True, replay_also: tuple[Path, ...] = ()) -> VerifyReport:
-    """Run verify; ``ValueError`` for an unknown runtime spelling (usage error)."""
+           command: str | None = None, shrink: bool = True, replay_also: tuple[Path, ...] = (),
+           max_memory: int | None = None) -> VerifyReport:
+    """Run verify; ``ValueError`` for an unknown runtime spelling (usage error). ``max_memory`` (bytes) stops a
+    level, incomplete (exit 3), before an example would start above it; no further level runs."""
     ensure_variants()
     seed = new_seed(profile, seed)
     report = VerifyReport(runtime_spec, profile, seed)
@@ -164,7 +168,7 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
         reference = open_reference(runtime_spec)
         for lvl in levels:
             err.write(f"verify: level {lvl} ...\n")
-            result = run_level(runtime, reference, lvl, profile, seed, shrink)
+            result = run_level(runtime, reference, lvl, profile, seed, shrink, max_memory)
             report.levels.append(result)
             err.write(f"verify: level {lvl}: {result.status}, {result.examples} examples, {result.steps} steps "
                       f"in {result.seconds:.1f} s\n")
@@ -180,7 +184,7 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
                 report.traces.append(str(path))
                 if save_regressions and regressions is not None:
                     keep_regression(regressions, trace)
-            if result.unavailable:
+            if result.unavailable or result.incomplete:
                 break
     finally:
         try:

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from properties.invariants import COMPACTION, POLICY, STANDARD
 from properties.stateful import MACHINES
 from properties.stateful.base import LockstepFailure, RunContext, RuntimeGone, bind
+from surfacecheck.memory import MemoryLimit, MemoryLimitReached
 from surfacecheck.runtime.api import LEVELS, Runtime, RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step, Violation
@@ -53,10 +54,11 @@ class LevelResult:
     trace_steps: list[Step] = field(default_factory=list)
     unavailable: str | None = None
     stderr: str = ""
+    incomplete: str | None = None  # the memory bound stopped the run before its examples were done
 
     @property
     def status(self) -> str:
-        return "violation" if self.violation else "inconclusive" if self.unavailable else "ok"
+        return "violation" if self.violation else "inconclusive" if self.unavailable or self.incomplete else "ok"
 
     @property
     def steps_per_second(self) -> float:
@@ -67,7 +69,7 @@ class LevelResult:
                 "seconds": round(self.seconds, 3), "steps_per_second": round(self.steps_per_second, 1),
                 "violation": self.violation.to_json() if self.violation else None,
                 "trace_length": len(self.trace_steps) if self.violation else None,
-                "unavailable": self.unavailable}
+                "unavailable": self.unavailable, "incomplete": self.incomplete}
 
 
 def monitors_for(level: str) -> tuple[str, ...]:
@@ -81,9 +83,10 @@ def open_reference(spec: str) -> Runtime | None:
 
 
 def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: str, seed: int,
-              shrink: bool = True) -> LevelResult:
-    """Run ``level``'s machine under ``profile`` with ``seed``; never raises for a runtime failure."""
-    context = RunContext(runtime, reference, monitors_for(level))
+              shrink: bool = True, max_memory: int | None = None) -> LevelResult:
+    """Run ``level``'s machine under ``profile`` with ``seed``; never raises for a runtime failure. With
+    ``max_memory`` (bytes) the run stops, incomplete, before an example starts above it."""
+    context = RunContext(runtime, reference, monitors_for(level), memory=MemoryLimit(max_memory) if max_memory else None)
     context.progress = tqdm(total=max_examples(profile, level), desc=f"verify {level}", unit="example",
                             file=sys.stderr, disable=None, leave=False)
     machine = hypothesis_seed(seed)(bind(MACHINES[level], context))
@@ -94,17 +97,23 @@ def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: 
             run_state_machine_as_test(machine, settings=hypothesis_settings(profile, level, shrink))
     except RuntimeGone as gone:
         result.unavailable, result.stderr = f"{gone.cause.kind}: {gone.cause}", gone.cause.stderr
+    except MemoryLimitReached:
+        pass  # reported below
     except LockstepFailure:
         pass
     except RuntimeUnavailable as exc:  # raised outside a step (e.g. while Hypothesis reports)
         result.unavailable, result.stderr = f"{exc.kind}: {exc}", exc.stderr
     except Exception:  # e.g. Hypothesis's Flaky when a nondeterministic runtime fails only sometimes
-        if context.failure is None:
-            raise  # a machine bug with no failing example: never hidden
+        if context.failure is None and not (context.memory and context.memory.reached):
+            raise  # a machine bug with no failing example: never hidden (Hypothesis may replay a stopped example
+            # and call it flaky: the memory bound, not the machine, stopped it)
     finally:
         context.progress.close()
     result.seconds = time.perf_counter() - began
     result.examples, result.steps = context.examples, context.steps
+    if context.memory is not None and context.memory.reached is not None and context.failure is None:
+        result.incomplete = (f"incomplete after {context.examples} of {max_examples(profile, level)} examples "
+                             f"({context.steps} steps): {context.memory.reached}")
     if context.failure is not None and result.violation is None and result.unavailable is None:
         result.trace_steps, result.violation = context.failure
     return result
