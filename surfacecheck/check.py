@@ -228,6 +228,7 @@ def run_check(
     verbose: bool = False,
     strict: bool = False,
     stages: Sequence[str] | None = None,
+    timeout: float = 10.0,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -314,7 +315,8 @@ def run_check(
                   "logs; writing the partial report\n")
     progress.done()
 
-    ctx = CheckContext(runtime=runtime, corpus=corpus_dir, strict=strict, report_dir=report_path, err=err)
+    ctx = CheckContext(runtime=runtime, corpus=corpus_dir, strict=strict, report_dir=report_path, err=err,
+                       timeout=timeout)
     stage_results = []
     if not interrupted:
         with quiet:

@@ -135,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip", metavar="STAGES", type=_stage_list, default=(),
         help="skip these stages, comma-separated (e.g. --skip bench,explore)",
     )
+    check.add_argument(
+        "--timeout", type=_seconds, default=10.0, metavar="S",
+        help="seconds one call to a cmd: runtime may take in any stage before the runtime is declared hung, killed "
+             "and the stage reported inconclusive (default: %(default)s; bench's one long request keeps its own bound)",
+    )
     check.set_defaults(func=_run_check)
     for module in CAPABILITIES:
         importlib.import_module(f"surfacecheck.{module}.cli").register(commands)
@@ -153,6 +158,16 @@ def _stage_list(value: str) -> tuple[str, ...]:
     return names
 
 
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r}: must be a positive number of seconds")
+    return seconds
+
+
 def _run_check(args: argparse.Namespace) -> int:
     chosen = args.only if args.only is not None else ALL_STAGES
     stages = tuple(name for name in chosen if name not in args.skip and name != "logs")
@@ -164,6 +179,7 @@ def _run_check(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         strict=args.strict,
         stages=stages,
+        timeout=args.timeout,
     )
 
 

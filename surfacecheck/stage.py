@@ -27,13 +27,15 @@ INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
 @dataclass
 class CheckContext:
     """What ``check`` hands every stage: the runtime spelling, the corpus (or ``None``), whether
-    known findings count (``strict``), where reports and traces go, and a stream for progress."""
+    known findings count (``strict``), where reports and traces go, a stream for progress, and how long one
+    call to a ``cmd:`` runtime may take before it is declared hung (inconclusive)."""
 
     runtime: str
     corpus: Path | None
     strict: bool
     report_dir: Path
     err: TextIO
+    timeout: float = 10.0  # per-call timeout for cmd: runtimes (``check --timeout``; select.DEFAULT_TIMEOUT)
 
 
 @dataclass

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from surfacecheck.runtime.select import DEFAULT_TIMEOUT
+
 DESCRIPTION = """\
 Findings about dsh itself, kept apart from divergences. The promise monitors (properties/promises.py)
 state what the design promises, stronger than what dsh does (spec section 15); where dsh breaks a
@@ -49,6 +51,9 @@ def register(commands) -> None:
     p.add_argument("--runtime", default="model", metavar="R",
                    help="also replay the witnesses on R (model, embedded, cmd:COMMAND); default %(default)s")
     p.add_argument("--strict", action="store_true", help="exit 1 on known findings too")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+                   help="seconds one call to a cmd: runtime may take before it is declared hung (inconclusive; "
+                        "default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.add_argument("--trace-dir", metavar="DIR", default=str(Path("reports") / "out" / "traces"),
                    help="where NEW findings' traces go (default %(default)s)")
@@ -115,12 +120,14 @@ def main(args) -> int:
         seconds = SEARCH_SECONDS if args.search_seconds is None else args.search_seconds
         if seconds < 0:
             raise ValueError(f"--search-seconds must be >= 0, got {seconds}")
+        if not args.timeout > 0:
+            raise ValueError(f"--timeout must be positive, got {args.timeout}")
         seed = SEED if args.seed is None else args.seed
         bounds = explore_bounds(args.explore_bounds)
         sys.stderr.write(f"surfacecheck findings: seed {seed}\n")
         report = run_findings(args.runtime, strict=args.strict, registry_path=args.registry, corpus=corpus,
                               trace_dir=Path(args.trace_dir), search_seconds=seconds, seed=seed,
-                              scan=not args.no_logs, explore_bounds=bounds, command=_command())
+                              scan=not args.no_logs, explore_bounds=bounds, command=_command(), timeout=args.timeout)
     except (RegistryError, ValueError) as exc:
         sys.stderr.write(f"surfacecheck findings: {exc}\n")
         return 2

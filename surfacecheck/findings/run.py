@@ -125,7 +125,7 @@ def _replay(path: Path, runtime: str):
     return trace, replay_trace(trace, runtime)
 
 
-def check_witnesses(report: FindingsReport, findings: list[registry.Finding]) -> None:
+def check_witnesses(report: FindingsReport, findings: list[registry.Finding], timeout: float = 10.0) -> None:
     """Each witness must still break its promise on the model (else STALE); on another runtime, note
     the ones it does not reproduce. A live witness's replayed violation is kept (observed/expected)."""
     dead: str | None = None  # once the runtime proved unusable, no further witness is tried on it
@@ -148,7 +148,7 @@ def check_witnesses(report: FindingsReport, findings: list[registry.Finding]) ->
         entry["trace_path"] = str(f.trace_path)
         if report.runtime != "model" and dead is None:
             try:
-                entry["runtime_reproduces"] = reproduces(trace, report.runtime)
+                entry["runtime_reproduces"] = reproduces(trace, report.runtime, timeout)
             except RuntimeUnavailable as exc:
                 dead = f"{exc.kind}: {str(exc).splitlines()[0]}"
                 report.unavailable.append(f"{f.id} on {report.runtime}: {dead}; the remaining witnesses were not "
@@ -158,7 +158,7 @@ def check_witnesses(report: FindingsReport, findings: list[registry.Finding]) ->
         report.known.append(entry)
 
 
-def reproduces(trace, runtime_spec: str) -> bool | None:
+def reproduces(trace, runtime_spec: str, timeout: float = 10.0) -> bool | None:
     """Does ``runtime_spec`` do what dsh does on the witness: no divergence from the model before or at
     the step, and the promise broken there? ``None`` when the runtime lacks the witness's level."""
     from properties.monitors import lookup
@@ -167,7 +167,7 @@ def reproduces(trace, runtime_spec: str) -> bool | None:
     from surfacecheck.verify.replay import ensure_variants
 
     ensure_variants()
-    runtime, reference = open_runtime(runtime_spec), open_runtime("model")
+    runtime, reference = open_runtime(runtime_spec, timeout=timeout), open_runtime("model")
     try:
         if trace.level not in runtime.hello().get("levels", []):
             return None
@@ -214,10 +214,10 @@ def run_findings(runtime: str = "model", *, strict: bool = False, registry_path:
                  seed: int = SEED, scan: bool = True, logs: list[tuple[str, Path]] | None = None,
                  explore_bounds: tuple[int, int, int] | None = EXPLORE_BOUNDS, examples_per_run: int | None = None,
                  err: TextIO | None = None,
-                 command: str = "surfacecheck findings") -> FindingsReport:
+                 command: str = "surfacecheck findings", timeout: float = 10.0) -> FindingsReport:
     """Everything above; ``logs`` (``(source, path)`` pairs) replaces the scenario + corpus logs;
     ``explore_bounds`` None skips the explorer pass; ``examples_per_run`` overrides the search's fixed
-    count (tests); ``registry.RegistryError`` for a bad registry
+    count (tests); ``timeout``: seconds per call to a ``cmd:`` runtime; ``registry.RegistryError`` for a bad registry
     (usage error, exit 2)."""
     from tqdm import tqdm
 
@@ -227,7 +227,7 @@ def run_findings(runtime: str = "model", *, strict: bool = False, registry_path:
     began = time.perf_counter()
     findings = registry.load(registry_path)
     report = FindingsReport(runtime, strict)
-    check_witnesses(report, findings)
+    check_witnesses(report, findings, timeout)
     check_arguments(report, findings, corpus)
     found: list[Discovery] = []
     paths = (list(logs) if logs is not None else log_paths(corpus)) if scan else []

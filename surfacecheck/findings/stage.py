@@ -20,7 +20,8 @@ def stage(ctx: CheckContext) -> StageResult:
     try:
         report = run_findings(ctx.runtime, strict=ctx.strict, corpus=ctx.corpus, trace_dir=ctx.report_dir / "traces",
                               search_seconds=SEARCH_SECONDS, explore_bounds=EXPLORE_BOUNDS, err=ctx.err,
-                              command=f"surfacecheck check --runtime {ctx.runtime} (findings stage)")
+                              command=f"surfacecheck check --runtime {ctx.runtime} (findings stage)",
+                              timeout=ctx.timeout)
     except RegistryError as exc:
         return StageResult("findings", INCONCLUSIVE, {"error": str(exc)}, f"findings: bad registry: {exc}",
                            [TestCase(name="registry", classname=CLASSNAME,

@@ -69,7 +69,7 @@ def stage(ctx: CheckContext) -> StageResult:
     for spec in specs:
         name = f"protocol conformance ({spec})"
         try:
-            run = conformance(spec)
+            run = conformance(spec, timeout=ctx.timeout)
         except RuntimeUnavailable as exc:
             status = VIOLATION if status == VIOLATION else INCONCLUSIVE
             cases.append(TestCase(name=name, classname="surfacecheck.protocol",
@@ -105,7 +105,7 @@ def _corpus_equivalence(ctx: CheckContext, status: str, summary: dict, lines: li
     from .embedded.stage import equivalence, log_paths
 
     try:
-        shared = open_runtime(ctx.runtime)
+        shared = open_runtime(ctx.runtime, timeout=ctx.timeout)
     except (RuntimeUnavailable, ValueError) as exc:
         lines.append(f"corpus equivalence: inconclusive: {exc}")
         return VIOLATION if status == VIOLATION else INCONCLUSIVE

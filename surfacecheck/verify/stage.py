@@ -22,7 +22,7 @@ def stage(ctx: CheckContext) -> StageResult:
     started = time.perf_counter()
     try:
         report = verify(ctx.runtime, profile=PROFILE, trace_dir=ctx.report_dir / "traces", save_regressions=False,
-                        err=ctx.err, command=f"surfacecheck check --runtime {ctx.runtime}")
+                        err=ctx.err, command=f"surfacecheck check --runtime {ctx.runtime}", timeout=ctx.timeout)
     except ValueError as exc:
         message = f"verify could not open runtime {ctx.runtime}: {exc}"
         case = TestCase(name="verify", classname=CLASSNAME, error=Outcome(message=message, type="usage"))
