@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
+from .argtypes import positive_seconds
 from .check import (
     DEFAULT_REPORT_DIR,
     DEFAULT_RUNTIME,
@@ -136,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip these stages, comma-separated (e.g. --skip bench,explore)",
     )
     check.add_argument(
-        "--timeout", type=_seconds, default=10.0, metavar="S",
+        "--timeout", type=positive_seconds, default=10.0, metavar="S",
         help="seconds one call to a cmd: runtime may take in any stage before the runtime is declared hung, killed "
              "and the stage reported inconclusive (default: %(default)s; bench's one long request keeps its own bound)",
     )
@@ -156,16 +157,6 @@ def _stage_list(value: str) -> tuple[str, ...]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown stage(s) {', '.join(unknown) or value!r}; stages: {', '.join(ALL_STAGES)}")
     return names
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"{value!r}: must be a positive number of seconds")
-    return seconds
 
 
 def _run_check(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from benchmarks.harness import BATCH_EVENTS, DEFAULT_SIZES, EVENTS_PER_APPEND, MAX_FLOOR_FACTOR, MAX_RATIO, batch_for
 from benchmarks.variants import VARIANTS
+from surfacecheck.argtypes import positive_seconds
 
 from . import measure
 from .plot import write_plot
@@ -47,16 +48,6 @@ exit codes:
   1  --check: the gate failed
   2  bad usage (sizes, variants, report directory, runtime spelling)
   3  inconclusive: the runtime could not answer the bench request"""
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"timeout {text} must be a positive, finite number of seconds")
-    return value
 
 
 def _size(text: str) -> int:
@@ -96,7 +87,7 @@ def register(commands) -> None:
                    help=f"appends timed per size (default: ~{round(BATCH_EVENTS / EVENTS_PER_APPEND)}; "
                         "linear variants fewer)")
     p.add_argument("--seed", type=int, default=0, help="workload seed (default: %(default)s)")
-    p.add_argument("--timeout", type=_positive_seconds, default=measure.PROTOCOL_TIMEOUT, metavar="S",
+    p.add_argument("--timeout", type=positive_seconds, default=measure.PROTOCOL_TIMEOUT, metavar="S",
                    help="for a cmd:/dsh runtime, how long its one bench request may take before the child is killed "
                         "and the run is inconclusive (default: %(default)g s)")
     p.set_defaults(func=run_bench)

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from .run import FOUR_PATHS, INSTALL_HINT, PATHS, SPEC_VERSION, E2EReport, Options, run_scripts
+from surfacecheck.argtypes import positive_seconds
+
 from .runner import DEFAULT_STALL
 
 DESCRIPTION = f"""\
@@ -68,9 +70,9 @@ def register(commands) -> None:
                    help="with another --runtime-version: the interpreter whose venv has that SDK (default for 0.2.x: "
                         "$SURFACECHECK_DSH_V2_PYTHON); the script also runs on 0.1.1rc1 here and every change "
                         "between the two is reported as a drift:<id> finding (exit 1)")
-    p.add_argument("--timeout", type=float, default=180.0, metavar="S",
+    p.add_argument("--timeout", type=positive_seconds, default=180.0, metavar="S",
                    help="wall-clock limit per script run in seconds (default: %(default)s)")
-    p.add_argument("--stall", type=float, default=DEFAULT_STALL, metavar="S",
+    p.add_argument("--stall", type=positive_seconds, default=DEFAULT_STALL, metavar="S",
                    help="seconds without progress (no model request, no finished turn) before a run is declared "
                         "hung, killed and reported inconclusive (default: %(default)s)")
     p.add_argument("--shrink-budget", type=int, default=25, metavar="K",
@@ -228,10 +230,6 @@ def run_dsh_command(args) -> int:
 
     if args.generate is not None and args.generate < 1:
         return _usage(args, f"--generate must be at least 1 (got {args.generate})")
-    if args.timeout <= 0:
-        return _usage(args, "--timeout must be positive")
-    if args.stall <= 0:
-        return _usage(args, "--stall must be positive")
     command = "surfacecheck " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["e2e"] else "surfacecheck e2e dsh"
     network = {k: True for k, on in (("isolate_network", args.isolate_network), ("trace_connect", args.trace_connect)) if on}
     network["stall_timeout"] = args.stall

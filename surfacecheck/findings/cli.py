@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from surfacecheck.argtypes import positive_seconds
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 DESCRIPTION = """\
@@ -51,7 +52,7 @@ def register(commands) -> None:
     p.add_argument("--runtime", default="model", metavar="R",
                    help="also replay the witnesses on R (model, embedded, cmd:COMMAND); default %(default)s")
     p.add_argument("--strict", action="store_true", help="exit 1 on known findings too")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="S",
+    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S",
                    help="seconds one call to a cmd: runtime may take before it is declared hung (inconclusive; "
                         "default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
@@ -120,8 +121,6 @@ def main(args) -> int:
         seconds = SEARCH_SECONDS if args.search_seconds is None else args.search_seconds
         if seconds < 0:
             raise ValueError(f"--search-seconds must be >= 0, got {seconds}")
-        if not args.timeout > 0:
-            raise ValueError(f"--timeout must be positive, got {args.timeout}")
         seed = SEED if args.seed is None else args.seed
         bounds = explore_bounds(args.explore_bounds)
         sys.stderr.write(f"surfacecheck findings: seed {seed}\n")

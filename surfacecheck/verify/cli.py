@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from surfacecheck.argtypes import positive_seconds
 from surfacecheck.memory import parse_size
 from surfacecheck.runtime.api import LEVELS
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT, runtime_problem
@@ -65,7 +66,7 @@ def register(commands) -> None:
                         "the shipped properties/regressions are always replayed)")
     p.add_argument("--no-save", action="store_true", help="do not keep new traces in the regression folder")
     p.add_argument("--no-shrink", action="store_true", help="report the first failing example unshrunk (faster)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
+    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
     p.add_argument("--max-memory", type=parse_size, default=None, metavar="SIZE",
                    help="stop before an example would start with this process's resident memory above SIZE (512M, "
                         "2G, ...): the run ends 'incomplete after N examples' (exit 3) unless a violation came first; "
@@ -82,7 +83,7 @@ def register(commands) -> None:
     p.add_argument("--runtime", type=_runtime, default=None, metavar="RUNTIME",
                    help="runtime to replay against (default: the one the trace names)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
+    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
     p.set_defaults(func=run_replay_command)
 
 
