@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 
 
 def positive_seconds(text: str) -> float:
@@ -13,3 +15,43 @@ def positive_seconds(text: str) -> float:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive, finite number of seconds")
     return value
+
+
+def writable_dir(text: str) -> str:
+    """An output folder (``--report-dir``, ``--trace-dir``, ``--bundle-dir``, ...), refused before any work when
+    nothing could be written there: a counterexample found after an hour must not be lost to a typo. The check
+    is real (a file is created and removed in the folder; missing folders are made and removed again), so a
+    read-only mount or ``/proc`` is refused even for root; it leaves nothing behind."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: not a directory (a file is there)")
+    made = []
+    try:
+        missing = path
+        while not missing.exists():
+            made.append(missing)
+            missing = missing.parent
+        if not missing.is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: cannot be created ({missing} is a file)")
+        for folder in reversed(made):
+            folder.mkdir()
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: cannot be written ({exc.strerror or exc})") from None
+    finally:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+    return text
+
+
+def writable_file(text: str) -> str:
+    """An output file (``findings --report PATH``): not a folder, and its folder writable (:func:`writable_dir`)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, not a file")
+    writable_dir(str(path.parent))
+    return text

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .argtypes import positive_seconds
+from .argtypes import positive_seconds, writable_dir
 from .check import (
     DEFAULT_REPORT_DIR,
     DEFAULT_RUNTIME,
@@ -110,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--report-dir",
         metavar="DIR",
+        type=writable_dir,
         default=str(DEFAULT_REPORT_DIR),
         help=f"where to write {REPORT_FILE} and {JUNIT_FILE} (default: %(default)s, created if needed)",
     )

@@ -94,8 +94,10 @@ def test_bad_size_and_unwritable_report_dir_exit_2(tmp_path, capsys):
     assert exc.value.code == 2
     blocker = tmp_path / "file"
     blocker.write_text("")
-    assert main(["bench", "--report-dir", str(blocker / "sub"), "--sizes", "100", "200"]) == 2
-    assert "cannot create the report directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # refused before anything is measured
+        main(["bench", "--report-dir", str(blocker / "sub"), "--sizes", "100", "200"])
+    assert exc.value.code == 2
+    assert f"argument --report-dir: {blocker / 'sub'}: cannot be created" in capsys.readouterr().err
 
 
 def test_bench_over_the_protocol(tmp_path, capsys):

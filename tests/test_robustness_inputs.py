@@ -120,3 +120,87 @@ def test_any_mutation_is_read_or_refused_never_crashed(command, data, tmp_path_f
     if code == 2 and text:
         assert str(path) in text or "--" in text, text
     assert _sha(path) == before
+
+
+OUTPUT_OPTIONS = {
+    "check --report-dir": ["check", "--only", "runtime", "--report-dir"],
+    "verify --trace-dir": ["verify", "--level", "log", "--trace-dir"],
+    "explore --trace-dir": ["explore", "--trace-dir"],
+    "findings --trace-dir": ["findings", "--trace-dir"],
+    "findings --report": ["findings", "--report"],
+    "prove --trace-dir": ["prove", "--trace-dir"],
+    "bench --report-dir": ["bench", "--report-dir"],
+    "e2e --bundle-dir": ["e2e", "dsh", "--bundle-dir"],
+    "e2e --keep": ["e2e", "dsh", "--keep"],
+}
+"""Every option naming a folder (or file) the command writes into."""
+
+
+def _output_path(shape: str, tmp: Path) -> Path:
+    blocker = tmp / "a-file"
+    blocker.write_text("not a folder\n")
+    return {"a-file": blocker, "under-a-file": blocker / "sub", "proc": Path("/proc/surfacecheck-cannot-write")}[shape]
+
+
+@pytest.mark.parametrize("option", OUTPUT_OPTIONS)
+@pytest.mark.parametrize("shape", ["a-file", "under-a-file", "proc"])
+def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(option, shape, tmp_path, capsys):
+    """Issue 18 point 3: exit 2 at once, naming the option and the path: a counterexample found after an hour must
+    not be lost to an unwritable folder. (Running as root, permissions cannot refuse; /proc and a file in the way
+    can.)"""
+    path = _output_path(shape, tmp_path)
+    target = path / "report.md" if option == "findings --report" else path
+    with pytest.raises(SystemExit) as stop:
+        main([*OUTPUT_OPTIONS[option], str(target)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2, err
+    assert f"argument {option.split()[-1]}" in err and str(path) in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing made
+
+
+def test_a_writable_output_folder_is_probed_without_a_trace(tmp_path):
+    from surfacecheck.argtypes import writable_dir
+
+    assert writable_dir(str(tmp_path / "x" / "y" / "z")) == str(tmp_path / "x" / "y" / "z")
+    assert list(tmp_path.iterdir()) == []  # the folders made to probe are gone again
+
+
+def _corpus(shape: str, tmp: Path) -> Path:
+    root = tmp / f"corpus-{shape}"
+    if shape == "a-file":
+        root.write_text("x\n")
+    elif shape == "empty":
+        root.mkdir()
+    elif shape == "bad-expected":
+        (root / "dsh-generated").mkdir(parents=True)
+        (root / "dsh-generated" / "x.jsonl").write_bytes(LOG)
+        (root / "dsh-generated" / "expected.json").write_text("{bad\n")
+    return root
+
+
+@pytest.mark.parametrize("shape", ["missing", "a-file", "empty", "bad-expected"])
+@pytest.mark.parametrize("how", ["--corpus", "SURFACECHECK_CORPUS"])
+def test_a_bad_corpus_is_a_located_usage_error(shape, how, tmp_path, capsys, monkeypatch):
+    root = _corpus(shape, tmp_path)
+    argv = ["check", "--only", "runtime", "--report-dir", str(tmp_path / "out")]
+    if how == "--corpus":
+        argv += ["--corpus", str(root)]
+    else:
+        monkeypatch.setenv("SURFACECHECK_CORPUS", str(root))
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and str(root) in err and "Traceback" not in err, err
+    if shape == "bad-expected":
+        assert "expected.json" in err
+
+
+@pytest.mark.parametrize("value", ["/nowhere/at/all", "a-file"])
+def test_a_bad_dsh_modules_folder_is_a_usage_error_naming_the_variable(value, tmp_path, capsys, monkeypatch):
+    (tmp_path / "a-file").write_text("x\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SURFACECHECK_DSH_MODULES", value)
+    with pytest.raises(SystemExit) as stop:
+        main(["verify", "--runtime", "dsh", "--level", "log"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "SURFACECHECK_DSH_MODULES: dsh modules folder" in err, err
+    assert value.split("/")[-1] in err, err

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks.harness import BATCH_EVENTS, DEFAULT_SIZES, EVENTS_PER_APPEND, MAX_FLOOR_FACTOR, MAX_RATIO, batch_for
 from benchmarks.variants import VARIANTS
-from surfacecheck.argtypes import positive_seconds
+from surfacecheck.argtypes import positive_seconds, writable_dir
 
 from . import measure
 from .plot import write_plot
@@ -72,7 +72,7 @@ def register(commands) -> None:
                                                           f"{MAX_FLOOR_FACTOR}x bare pricing at the largest size")
     p.add_argument("--sizes", nargs="+", type=_size, default=list(DEFAULT_SIZES), metavar="N",
                    help="surface sizes (default: 1e2 1e3 1e4 1e5 1e6)")
-    p.add_argument("--report-dir", default=str(Path("reports") / "out"), metavar="DIR",
+    p.add_argument("--report-dir", type=writable_dir, default=str(Path("reports") / "out"), metavar="DIR",
                    help=f"where to write {REPORT_FILE} and {PLOT_FILE} (default: %(default)s)")
     p.add_argument("--variants", nargs="+", metavar="NAME", default=None,
                    help=f"in-process variants to time (default: all for the runtime); known: {', '.join(VARIANTS)}")

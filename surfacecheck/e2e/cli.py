@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from .run import FOUR_PATHS, INSTALL_HINT, PATHS, SPEC_VERSION, E2EReport, Options, run_scripts
-from surfacecheck.argtypes import positive_seconds
+from surfacecheck.argtypes import positive_seconds, writable_dir
 
 from .runner import DEFAULT_STALL
 
@@ -59,9 +59,9 @@ def register(commands) -> None:
     source.add_argument("--generate", type=int, metavar="N", default=None,
                         help="run N scripts drawn by Hypothesis from --seed (reproducible), then shrink the first failure")
     p.add_argument("--seed", type=int, default=0, help="seed for --generate (default: %(default)s; printed)")
-    p.add_argument("--keep", nargs="?", const="reports/out/e2e-runs", default=None, metavar="DIR",
+    p.add_argument("--keep", nargs="?", type=writable_dir, const="reports/out/e2e-runs", default=None, metavar="DIR",
                    help="keep every run folder (home, workspace, log, requests) under DIR (default DIR: %(const)s)")
-    p.add_argument("--bundle-dir", default="reports/out/e2e", metavar="DIR",
+    p.add_argument("--bundle-dir", type=writable_dir, default="reports/out/e2e", metavar="DIR",
                    help="where counterexample bundles go (default: %(default)s)")
     p.add_argument("--runtime-version", default=SPEC_VERSION, metavar="V",
                    help="the SDK release to judge (default: %(default)s, the release the spec describes; another "

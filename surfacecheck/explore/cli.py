@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from surfacecheck.argtypes import writable_dir
 from surfacecheck.memory import parse_size
 
 from .world import Bounds
@@ -66,7 +67,7 @@ def register(commands) -> None:
                       help="also run the model on every real surface and fail (exit 1) if a shared run differs")
     runs.add_argument("--exact", action="store_true",
                       help="one model run per distinct surface (no sharing across surfaces of one shape; slower)")
-    p.add_argument("--trace-dir", metavar="DIR", default=None, help="write each counterexample trace here (JSONL)")
+    p.add_argument("--trace-dir", type=writable_dir, metavar="DIR", default=None, help="write each counterexample trace here (JSONL)")
     p.add_argument("--max-memory", type=parse_size, default=None, metavar="SIZE",
                    help="stop before this process's resident memory passes SIZE (512M, 2G, ...): the states found "
                         "are still checked for safety, and the run ends 'incomplete at N states' (exit 3) unless "

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from surfacecheck.argtypes import positive_seconds
+from surfacecheck.argtypes import positive_seconds, writable_dir, writable_file
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 DESCRIPTION = """\
@@ -56,7 +56,7 @@ def register(commands) -> None:
                    help="seconds one call to a cmd: runtime may take before it is declared hung (inconclusive; "
                         "default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-    p.add_argument("--trace-dir", metavar="DIR", default=str(Path("reports") / "out" / "traces"),
+    p.add_argument("--trace-dir", type=writable_dir, metavar="DIR", default=str(Path("reports") / "out" / "traces"),
                    help="where NEW findings' traces go (default %(default)s)")
     p.add_argument("--registry", metavar="FILE", default=None, help="the registry (default properties/findings.json)")
     p.add_argument("--corpus", metavar="DIR", default=None, help="the corpus root (default: found as check finds it)")
@@ -68,7 +68,7 @@ def register(commands) -> None:
     p.add_argument("--explore-bounds", default=None, metavar="E/P/C",
                    help="explorer pass bounds: events/tool-pairs/compactions (default 4/2/1, a few seconds; "
                         "'off' skips it)")
-    p.add_argument("--report", nargs="?", const=DEFAULT_REPORT, default=None, metavar="PATH",
+    p.add_argument("--report", nargs="?", type=writable_file, const=DEFAULT_REPORT, default=None, metavar="PATH",
                    help=f"also write the Markdown findings report (default path {DEFAULT_REPORT})")
     p.set_defaults(func=main)
 

@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from surfacecheck.argtypes import writable_dir
+
 DESCRIPTION = """\
 Prove six obligations about the reference model with Z3, each by running the model's own
 functions on symbolic surfaces (up to --bound nodes, symbolic kinds and prices) or by
@@ -51,7 +53,7 @@ def register(commands) -> None:
     p.add_argument("--only", action="append", metavar="NAME",
                    help="run only this obligation (repeatable, or comma-separated)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-    p.add_argument("--trace-dir", metavar="DIR", default=str(DEFAULT_REPORT_DIR / "traces"),
+    p.add_argument("--trace-dir", type=writable_dir, metavar="DIR", default=str(DEFAULT_REPORT_DIR / "traces"),
                    help="where counterexample traces go (default: %(default)s)")
     p.set_defaults(func=main)
 

@@ -69,7 +69,9 @@ def spec_problem(spec: str) -> str | None:
         return INSTALL_HINT
     folder = explicit_modules(spec)
     if folder is not None:
-        return modules_problem(folder)
+        problem = modules_problem(folder)
+        named_by_env = not (spec.startswith("dsh:") and spec[4:].strip())
+        return f"{MODULES_ENV}: {problem}" if problem and named_by_env else problem
     if shutil.which("npm") is None and not _cached_modules().is_dir():
         return "the dsh runtime installs its pinned packages with npm on first use; npm is not on PATH. " + INSTALL_HINT
     return None

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from surfacecheck.argtypes import positive_seconds
+from surfacecheck.argtypes import positive_seconds, writable_dir
 from surfacecheck.memory import parse_size
 from surfacecheck.runtime.api import LEVELS
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT, runtime_problem
@@ -58,7 +58,7 @@ def register(commands) -> None:
                         "or smoke (a few seconds)")
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (printed; ci uses a fixed one)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-    p.add_argument("--trace-dir", default="reports/out/traces", metavar="DIR",
+    p.add_argument("--trace-dir", type=writable_dir, default="reports/out/traces", metavar="DIR",
                    help="where traces go (default: %(default)s)")
     p.add_argument("--regressions", default=None, metavar="DIR",
                    help="regression folder replayed first and where new traces are kept "
