@@ -1,7 +1,8 @@
 """Issue 18 point 1: a runtime that misbehaves never yields a pass, a false violation or a traceback.
 
 Every command that takes a runtime runs against ``tests/fault_proxy.py`` fronting ``python -m
-surfacecheck.serve embedded``; the proxy injects one fault at request k. The verdict must be exit 3
+surfacecheck.serve embedded`` (and ``replay`` also fronting dsh's own code, ``--runtime dsh``'s node adapter);
+the proxy injects one fault at request k. The verdict must be exit 3
 (inconclusive, the reason named) whenever the fault fired and could be seen; the benign faults (a stderr
 flood, answers at 0.9x the per-call timeout) and a fault that never fired leave the verdict as it is
 without the proxy. Never a Python traceback, and nothing of the run left behind: every process started
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -44,17 +46,29 @@ def _commands(work: Path) -> dict[str, list[str]]:
         "findings": ["findings", "--no-logs", "--search-seconds", "0", "--explore-bounds", "off", *t],
         "bench": ["bench", "--sizes", "100", "1000", "--report-dir", str(work / "bench"), "--timeout", "5"],
         "check": ["check", "--only", "runtime", "--report-dir", str(work / "check"), *t],
+        "replay-dsh": ["replay", WITNESS, *t],  # the same witness, the proxy fronting dsh's own code
     }
 
 
 COMMANDS = tuple(_commands(Path("/nonexistent")))
 
 
-def _proxy(fault: str, k: int, status: Path) -> str:
-    """The ``cmd:`` runtime: the fault proxy fronting ``serve embedded``."""
+def _behind(command: str) -> tuple[list[str], dict[str, str]]:
+    """The good runtime the proxy fronts, and the environment it needs: ``serve embedded``, or for a ``-dsh``
+    command dsh's own packages behind the node adapter (``--runtime dsh`` without the proxy)."""
+    if not command.endswith("-dsh"):
+        return [sys.executable, "-m", "surfacecheck.serve", "embedded"], {}
+    from surfacecheck.runtime.dsh import MODULES_ENV, adapter_command
+
+    argv, env = adapter_command("dsh")
+    return argv, {MODULES_ENV: env[MODULES_ENV]}
+
+
+def _proxy(fault: str, k: int, status: Path, command: str = "replay") -> str:
+    """The ``cmd:`` runtime: the fault proxy fronting the good runtime of :func:`_behind`."""
     return "cmd:" + " ".join(shlex.quote(p) for p in (
         sys.executable, str(ROOT / "tests" / "fault_proxy.py"), fault, str(k), str(status), "--",
-        sys.executable, "-m", "surfacecheck.serve", "embedded"))
+        *_behind(command)[0]))
 
 
 def _token() -> str:
@@ -73,11 +87,12 @@ def run_cell(command: str, fault: str, k: int, work: Path) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     status = work / f"status-{uuid.uuid4().hex[:8]}.json"
     token = _token()
-    env = {**os.environ, "SURFACECHECK_FAULT_TOKEN": token, "FAULT_PROXY_SLOW": str(0.9 * TIMEOUT)}
+    env = {**os.environ, "SURFACECHECK_FAULT_TOKEN": token, "FAULT_PROXY_SLOW": str(0.9 * TIMEOUT),
+           **_behind(command)[1]}
     env.pop("SURFACECHECK_DEBUG", None)
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "surfacecheck", *_commands(work)[command], "--runtime",
-                           _proxy(fault, k, status)],
+                           _proxy(fault, k, status, command)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     seconds = time.perf_counter() - began
     left = _left(token)
@@ -120,15 +135,20 @@ def _default_k(fault: str) -> int:
 QUICK = ("exit7", "sigkill", "nonjson", "wrong-id", "huge", "bad-utf8", "bad-hello", "stderr-flood")
 MATRIX = ([(c, f) for c in ("replay", "bench") for f in FAULTS]
           + [(c, f) for c in ("findings", "check") for f in QUICK + ("hang", "grandchild")]
-          + [("verify", f) for f in QUICK + ("hang",) if f not in BENIGN])
+          + [("verify", f) for f in QUICK + ("hang",) if f not in BENIGN]
+          + [("replay-dsh", f) for f in QUICK + ("hang", "partial", "duplicate", "grandchild")])
 """The CI share of the matrix (``python tests/test_robustness_faults.py`` runs all of it): every fault on the
 two quick commands; on the others the faults that end a run at once, plus a hang (every command takes
 ``--timeout``, 4 s here), and on findings and check a grandchild holding stdout (the benign ``slow`` costs
-findings 90 s and check 30 s, verify's benign cells its full ~18 s dev-profile run: those run in ``main``)."""
+findings 90 s and check 30 s, verify's benign cells its full ~18 s dev-profile run: those run in ``main``);
+``replay-dsh`` puts dsh's own code behind the proxy (its unfaulted verdict is exit 1: dsh reproduces the
+witness's finding, and a fault must turn that into 3, never 0)."""
 
 
 @pytest.mark.parametrize("command, fault", MATRIX)
 def test_fault_matrix(command, fault, tmp_path_factory):
+    if command.endswith("-dsh") and shutil.which("node") is None and not os.environ.get("CI"):
+        pytest.skip("node is not installed (required under CI)")
     work = tmp_path_factory.mktemp(f"{command}-{fault}")
     cell = run_cell(command, fault, _default_k(fault), work)
     assert cell["fired"], cell  # the fault happened: k=2 is the first request after hello
@@ -169,10 +189,6 @@ def main() -> int:
             f"{' LEFT' if rows[(c, fault)]['left'] else ''}" for c in COMMANDS) + " |")
     print(f"\n{len(rows)} cells, {sum(r['seconds'] for r in rows.values()):.0f} s")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 @pytest.mark.parametrize("signum, code", [(2, 130), (15, 143)])
@@ -234,3 +250,33 @@ def test_a_check_interrupted_in_its_logs_stage_writes_a_partial_report(signum, c
     assert 24 <= cut["checked"] < cut["of"] and len(report["logs"]) == cut["checked"]
     assert report["verdict"] == "inconclusive" and report["stages"] == {}
     assert f"INTERRUPTED after {cut['checked']} of {cut['of']} logs" in out
+
+
+EVERY_STAGE = ("runtime", "audit", "dsh", "findings", "prove", "explore", "bench")
+"""The stages whose interrupt the tests above do not already cover (verify: the hung-runtime test; e2e:
+tests/test_robustness_e2e.py; logs: the test above)."""
+
+
+@pytest.mark.parametrize("stage", EVERY_STAGE)
+def test_sigint_during_each_stage_of_check_writes_the_partial_report(stage, tmp_path):
+    """Issue 18 point 4, stage by stage: SIGINT as soon as `check` announces the stage; the partial report marks
+    that stage interrupted, exit 130, no process of the run alive, no temporary folder left."""
+    import signal as signals
+
+    report_dir, token, scratch = tmp_path / "report", _token(), tmp_path / "tmp"
+    scratch.mkdir()
+    child = subprocess.Popen([sys.executable, "-m", "surfacecheck", "check", "--only", stage, "--report-dir",
+                              str(report_dir)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "SURFACECHECK_FAULT_TOKEN": token, "TMPDIR": str(scratch)})
+    for line in child.stderr:
+        if line.startswith(f"surfacecheck check: stage {stage} ..."):
+            break
+    child.send_signal(signals.SIGINT)
+    report, _ = interrupted_report(child, 130, "SIGINT", report_dir)
+    assert report["stages"][stage]["summary"] == {"interrupted": "SIGINT"}
+    assert not _left(token), "processes left behind"
+    assert not list(scratch.iterdir()), "temporary folders left behind"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
