@@ -133,12 +133,12 @@ def _default_k(fault: str) -> int:
 
 
 QUICK = ("exit7", "sigkill", "nonjson", "wrong-id", "huge", "bad-utf8", "bad-hello", "stderr-flood")
-MATRIX = ([(c, f) for c in ("replay", "bench") for f in FAULTS]
+MATRIX = ([("replay", f) for f in FAULTS] + [("bench", f) for f in QUICK + ("hang", "partial", "duplicate")]
           + [(c, f) for c in ("findings", "check") for f in QUICK + ("hang", "grandchild")]
           + [("verify", f) for f in QUICK + ("hang",) if f not in BENIGN]
           + [("replay-dsh", f) for f in QUICK + ("hang", "partial", "duplicate", "grandchild")])
-"""The CI share of the matrix (``python tests/test_robustness_faults.py`` runs all of it): every fault on the
-two quick commands; on the others the faults that end a run at once, plus a hang (every command takes
+"""The CI share of the matrix (``python tests/test_robustness_faults.py`` runs all of it): every fault on
+``replay``; on the others the faults that end a run at once, plus a hang (every command takes
 ``--timeout``, 4 s here), and on findings and check a grandchild holding stdout (the benign ``slow`` costs
 findings 90 s and check 30 s, verify's benign cells its full ~18 s dev-profile run: those run in ``main``);
 ``replay-dsh`` puts dsh's own code behind the proxy (its unfaulted verdict is exit 1: dsh reproduces the

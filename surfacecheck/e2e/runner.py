@@ -227,7 +227,7 @@ def _runtime_env(dirs: dict[str, Path]) -> dict[str, str]:
 def _child_env(dirs: dict[str, Path]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "ftp_proxy")
-           and not k.startswith(("DEEPSEEK_", "DSH_"))}
+           and not k.startswith(("DEEPSEEK_", "DSH_")) and k != "NODE_V8_COVERAGE"}  # check's coverage is dsh's npm code
     env.update(_runtime_env(dirs))
     return env
 

@@ -1,0 +1,182 @@
+"""Code coverage of the runtime under test during a ``check`` (issue 17 point 2): which of its lines ran.
+
+* ``embedded`` / ``model``: coverage.py traces the Python runtime in this process (it runs in-process in every
+  stage), restricted to the runtime's own package (``surfacecheck/runtime/embedded`` or ``model``).
+* ``dsh``: every node process the ``dsh`` runtime starts inherits ``NODE_V8_COVERAGE`` and writes V8's block
+  coverage when it exits; :mod:`.v8` turns it into line coverage per dsh source file, restricted to the
+  compaction-relevant files (:data:`DSH_FILES`). The ``dsh`` stage runs dsh's library under any runtime, so a
+  check of ``embedded`` reports dsh's coverage too, as that stage's.
+* ``cmd:`` runtimes are other processes in any language: not measured, and said so.
+
+Both end as the same rows (file, lines, covered, missed line ranges) and a Cobertura XML for CI tools.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .v8 import FileCoverage, read_dsh_coverage
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON_RUNTIMES = {"embedded": ROOT / "surfacecheck" / "runtime" / "embedded", "model": ROOT / "model"}
+DSH_FILES: dict[str, tuple[str, ...]] = {
+    "dsh-session": (),  # the log, the surface fold, replace, repair, packed rows (spec 1, 2)
+    "dsh-session-projection": (),
+    "dsh-token-meter": (),  # estimate, surface-projection, usage-projection, surface-fold (spec 4, 5)
+    "dsh-compaction": (),  # tool pairing, checkpoint (spec 3, 8)
+    "dsh-compaction-basic": (),  # region, summarizer, config (spec 7-10)
+    "dsh-compaction-tool-result-pruner": (),  # spec 6
+    "dsh-command-compact": (),  # spec 11
+    "dsh-agent-loop": ("runtime-context.js",),  # spec 12 (the loop's other files are not compaction)
+}
+"""The compaction-relevant dsh files (an empty tuple: every source file of the package's bundle)."""
+
+
+@dataclass
+class CodeCoverage:
+    """Line coverage of one runtime: ``files`` rows, the tool that measured, or why nothing was measured."""
+
+    runtime: str
+    tool: str | None
+    files: list[dict] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def totals(self) -> dict:
+        lines = sum(f["lines"] for f in self.files)
+        covered = sum(f["covered"] for f in self.files)
+        return {"files": len(self.files), "lines": lines, "covered": covered,
+                "percent": round(100 * covered / lines, 1) if lines else None}
+
+    def to_json(self) -> dict:
+        return {"runtime": self.runtime, "tool": self.tool, "totals": self.totals, "files": self.files,
+                "note": self.note or None}
+
+
+def _row(name: str, lines: int, covered: int, missed: list[tuple[int, int]], path: str) -> dict:
+    return {"file": name, "path": path, "lines": lines, "covered": covered,
+            "percent": round(100 * covered / lines, 1) if lines else None,
+            "missed": [[a, b] for a, b in missed]}
+
+
+def _ranges(numbers: list[int]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], n)
+        else:
+            runs.append((n, n))
+    return runs
+
+
+class Collector:
+    """``with Collector(runtime, folder):`` runs the stages under measurement; then :meth:`results`."""
+
+    def __init__(self, runtime: str, folder: Path):
+        self.runtime, self.folder = runtime, Path(folder)
+        self.v8_dir = self.folder / "v8"
+        self._cov = None
+        self._saved_env: str | None = None
+
+    def __enter__(self) -> "Collector":
+        shutil.rmtree(self.v8_dir, ignore_errors=True)
+        self.v8_dir.mkdir(parents=True, exist_ok=True)
+        self._saved_env = os.environ.get("NODE_V8_COVERAGE")
+        os.environ["NODE_V8_COVERAGE"] = str(self.v8_dir)
+        source = PYTHON_RUNTIMES.get(self.runtime)
+        if source is not None:
+            import coverage
+
+            self._cov = coverage.Coverage(data_file=None, include=[str(source / "*.py")], config_file=False)
+            self._cov.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._cov is not None:
+            self._cov.stop()
+        if self._saved_env is None:
+            os.environ.pop("NODE_V8_COVERAGE", None)
+        else:
+            os.environ["NODE_V8_COVERAGE"] = self._saved_env
+
+    def python(self) -> CodeCoverage:
+        result = CodeCoverage(self.runtime, "coverage.py")
+        data = self._cov.get_data()
+        for path in sorted(PYTHON_RUNTIMES[self.runtime].glob("*.py")):
+            _name, statements, _excluded, missing, _text = self._cov.analysis2(str(path))
+            if not statements:
+                continue
+            result.files.append(_row(path.name, len(statements), len(statements) - len(missing), _ranges(missing),
+                                     str(path.relative_to(ROOT))))
+        if not data.measured_files():
+            result.note = "the runtime's code never ran in this process"
+        return result
+
+    def dsh(self) -> CodeCoverage:
+        files: list[FileCoverage] = read_dsh_coverage(self.v8_dir, DSH_FILES)
+        result = CodeCoverage("dsh", "v8")
+        for f in files:
+            result.files.append(_row(f.key, f.lines, f.covered, f.missed(), f.bundle))
+        if not files:
+            result.note = "no dsh process wrote coverage (none ran, or each was killed before it could)"
+        return result
+
+    def results(self) -> list[CodeCoverage]:
+        """The runtime under test first; dsh's library as well when a dsh process ran (the ``dsh`` stage)."""
+        if getattr(self, "_results", None) is None:
+            self._results = self._measure()
+        return self._results
+
+    def _measure(self) -> list[CodeCoverage]:
+        out = []
+        if self._cov is not None:
+            out.append(self.python())
+        dsh = self.dsh()
+        if self.runtime.startswith("dsh") or dsh.files:
+            out.append(dsh)
+        if not out:
+            out.append(CodeCoverage(self.runtime, None, note="an external cmd: runtime: its code coverage is its "
+                                                             "own to measure (coverage.py, NODE_V8_COVERAGE, ...)"))
+        return out
+
+    def write_cobertura(self, path: Path) -> Path:
+        """One Cobertura XML over every measured runtime (what CI coverage tools read)."""
+        reports = [r for r in self.results() if r.tool]
+        lines = sum(r.totals["lines"] for r in reports)
+        covered = sum(r.totals["covered"] for r in reports)
+        root = ET.Element("coverage", {"line-rate": f"{covered / lines:.4f}" if lines else "0", "branch-rate": "0",
+                                       "lines-valid": str(lines), "lines-covered": str(covered), "version": "1",
+                                       "timestamp": "0"})
+        ET.SubElement(ET.SubElement(root, "sources"), "source").text = str(ROOT)
+        packages = ET.SubElement(root, "packages")
+        for report in reports:
+            package = ET.SubElement(packages, "package", {"name": report.runtime, "line-rate": _rate(report.totals)})
+            classes = ET.SubElement(package, "classes")
+            for row in report.files:
+                cls = ET.SubElement(classes, "class", {"name": row["file"], "filename": row["path"],
+                                                       "line-rate": _rate(row)})
+                ET.SubElement(cls, "methods")
+                missed = {n for a, b in row["missed"] for n in range(a, b + 1)}
+                xml_lines = ET.SubElement(cls, "lines")
+                for number in self._counted_lines(report, row):
+                    ET.SubElement(xml_lines, "line", {"number": str(number), "hits": "0" if number in missed else "1"})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+        return path
+
+    def _counted_lines(self, report: CodeCoverage, row: dict) -> list[int]:
+        if report.tool == "coverage.py":
+            return sorted(self._cov.analysis2(str(ROOT / row["path"]))[1])
+        return sorted(self._dsh_hits().get(row["file"], {}))
+
+    def _dsh_hits(self) -> dict[str, dict[int, int]]:
+        if not hasattr(self, "_hits"):
+            self._hits = {f.key: f.hits for f in read_dsh_coverage(self.v8_dir, DSH_FILES)}
+        return self._hits
+
+
+def _rate(row: dict) -> str:
+    return f"{row['covered'] / row['lines']:.4f}" if row.get("lines") else "0"
