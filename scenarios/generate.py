@@ -87,6 +87,17 @@ def _overflow(agent: Agent) -> Agent:
     return run_turn(agent, Turn("Which part is riskiest?", (Reply(overflow=True), Reply("The cache layer."))))
 
 
+def _compact_usage(agent: Agent) -> Agent:
+    agent = run_turn(agent, Turn("Tidy the changelog. " + words(20), (read_step("CHANGELOG.md", 4), Reply("Tidied."))))
+    return manual_compact(agent, "cmd-1", args="now please")
+
+
+def _overflow_exhausted(agent: Agent) -> Agent:
+    agent = run_turn(agent, Turn("Summarize the release notes. " + words(60), (read_step("NOTES.md", 6),
+                                                                              Reply("Three highlights."))))
+    return run_turn(agent, Turn("And the known issues?", (Reply(overflow=True), Reply("Never sent."))))
+
+
 def _runtime_context(agent: Agent) -> Agent:
     sections = ({"name": "sandbox:policy", "text": "Sandbox: workspace-write. Network access: disabled."},)
     steps = tuple(read_step(f"pkg/u{i}.ts", 8) for i in range(5))
@@ -119,6 +130,11 @@ SCENARIOS = (
              {**SMALL_POLICY, "retainTokens": 150, "contextWindow": 1200}, _runtime_context),
     Scenario("crash-reload", "a reload appends session/end-seed and the session continues",
              {**SMALL_POLICY, "contextWindow": 100000}, _crash_reload),
+    Scenario("compact-usage", "/compact with arguments: the usage error, no bracket, no backend call (spec 11)",
+             {**SMALL_POLICY, "contextWindow": 100000}, _compact_usage),
+    Scenario("overflow-exhausted", "a provider overflow with maxOverflowRetries 0: summarised, not retried; the turn "
+             "ends with CONTEXT_WINDOW_EXCEEDED (spec 10.2)", {**SMALL_POLICY, "contextWindow": 100000,
+                                                              "maxOverflowRetries": 0}, _overflow_exhausted),
 )
 
 

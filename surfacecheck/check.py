@@ -50,6 +50,11 @@ from .corpus import (
 from .runtime.select import runtime_problem as select_runtime_problem
 from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
 from .stage import INTERRUPT_EXIT, CheckContext, Terminated
+from reports.html_report import write_html
+from reports.stage_lines import stage_line
+
+from .coverage.code import Collector
+from .coverage.report import for_check
 from .logcheck import (  # noqa: F401 - re-exported for callers and tests
     SOURCE_SCENARIO,
     SOURCES,
@@ -76,6 +81,9 @@ DEFAULT_REPORT_DIR = Path("reports") / "out"
 REPORT_FILE = "report.json"
 JUNIT_FILE = "junit.xml"
 REPORT_SCHEMA = "surfacecheck-report/1"
+COVERAGE_DIR = "coverage"  # raw V8 dumps of the dsh processes
+COVERAGE_FILE = "coverage.json"
+COBERTURA_FILE = "coverage.xml"
 
 
 def runtime_problem(runtime: str) -> str | None:
@@ -151,20 +159,20 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
     out = [
         f"surfacecheck {report['version']}  runtime={report['runtime']}  "
         f"corpus={report['corpus'] or '(none found)'}",
-        "",
-        f"  {'source':<14} {'logs':>5} {'held':>5} {'violated':>9} {'inconcl.':>9} {'events':>8} {'replacements':>13}",
     ]
-    for key, row in report["summary"].items():
-        out.append(
-            f"  {key:<14} {row['logs']:>5} {row['held']:>5} {row['violated']:>9} {row['inconclusive']:>9} "
-            f"{row['events']:>8} {row['replacements']:>13}"
-        )
-    shown = results if verbose else [r for r in results if r.source == GENERATED_DIR or r.status != "ok"]
+    if verbose:  # the per-source table; without -v one line per stage says it (issue 17 point 4)
+        out += ["", f"  {'source':<14} {'logs':>5} {'held':>5} {'violated':>9} {'inconcl.':>9} {'events':>8} {'replacements':>13}"]
+        for key, row in report["summary"].items():
+            out.append(
+                f"  {key:<14} {row['logs']:>5} {row['held']:>5} {row['violated']:>9} {row['inconclusive']:>9} "
+                f"{row['events']:>8} {row['replacements']:>13}"
+            )
+    shown = results if verbose else [r for r in results if r.status not in ("ok", "known")]
     if shown:
         width = max(len(_short(r.name)) for r in shown)
         out += [
             "",
-            ("every log:" if verbose else "dsh-generated logs and every log that did not hold:"),
+            ("every log:" if verbose else "every log that did not hold:"),
             f"  {'log':<{width}} {'events':>6} {'surface':>7} {'gen':>4} {'repl':>5}  {'proj=recount':<13} {'expected':<8} status",
         ]
         out += [_log_row(r, width) for r in shown]
@@ -195,17 +203,64 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
     if not stages:
         out += ["", f"{verdict} (exit {report['exit_code']})"]
     else:
-        out += ["", f"logs: {verdict}", "", "stages:"]
-        out += [f"  {name:<9} {row['status']:<13} {row['seconds']:>7.1f} s" for name, row in stages.items()]
+        out += ["", "stages:", f"  {'logs':<9} {report.get('logs_verdict') or report['verdict']:<13} {'':>7}    {verdict}"]
+        out += [f"  {name:<9} {row['status']:<13} {row['seconds']:>7.1f} s  {stage_line(name, row)}"
+                for name, row in stages.items()]
         word = {"held": "ALL HELD", "violated": "VIOLATED", "inconclusive": "INCONCLUSIVE"}[report["verdict"]]
         failing = [name for name, row in stages.items() if row["status"] in ("violation", "inconclusive")]
         if report.get("logs_verdict") not in (None, "held"):
             failing.insert(0, "logs")
         out += ["", f"{word}" + (f" ({', '.join(failing)})" if failing else ": logs and every stage") +
                 f" (exit {report['exit_code']})"]
+    if report.get("coverage", {}).get("strict_failure"):
+        out.append(report["coverage"]["strict_failure"] + " (exit 1)")
     if report_files:
         out.append("reports: " + ", ".join(str(p) for p in report_files))
+        html = [p for p in report_files if p.name == "report.html"]
+        if html:
+            out.append(f"open: {html[0]}")
     return "\n".join(out) + "\n"
+
+
+def _judge_logs(loaded, jobs: list, strict: bool, results: list, interrupted: list, err: TextIO) -> None:
+    """The logs stage: each job's log judged by the model, appended to ``results``; an interrupt stops it with
+    the logs judged so far (its signal's name appended to ``interrupted``)."""
+    registry = known_corpus()
+    progress = _Progress(len(jobs), err)
+    try:
+        for index, (path, source, name, exp) in enumerate(jobs, start=1):
+            progress.step(index, name)
+            result = check_log(loaded, path, source, name, exp)
+            if source == SESSIONS_DIR:
+                apply_known(result, registry.get(path.name), strict)
+            results.append(result)
+    except (KeyboardInterrupt, Terminated) as exc:  # report the logs checked so far, run no stage
+        interrupted.append("SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM")
+        err.write(f"\nsurfacecheck check: logs interrupted by {interrupted[0]} after {len(results)} of {len(jobs)} "
+                  "logs; writing the partial report\n")
+    progress.done()
+
+
+# -- coverage (issue 17) -------------------------------------------------------------------------
+
+
+def _add_coverage(report: dict[str, Any], collector: Collector, logs: list, stage_results: list, report_path: Path,
+                  strict: bool) -> dict[str, Any]:
+    """``coverage.json`` and ``coverage.xml`` (Cobertura) beside the report, its summary in it; with ``--strict``
+    a sometimes-witness never reached is a violation (the run proved little about the path behind it)."""
+    doc = for_check([c.to_json() for c in collector.results()], logs,
+                    {r.name: r.summary for r in stage_results})
+    (report_path / COVERAGE_FILE).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    collector.write_cobertura(report_path / COBERTURA_FILE)
+    report["coverage"] = {"code": [{k: c[k] for k in ("runtime", "tool", "totals", "note")} for c in doc["code"]],
+                          "rules_never_exercised": doc["transitions"]["rules_never_exercised"],
+                          "sometimes_unreached": doc["sometimes"]["unreached"],
+                          "files": [COVERAGE_FILE, COBERTURA_FILE]}
+    if strict and doc["sometimes"]["unreached"] and report["verdict"] != "violated":
+        report["verdict"], report["exit_code"] = "violated", EXIT_VIOLATION
+        report["coverage"]["strict_failure"] = (f"--strict: {len(doc['sometimes']['unreached'])} sometimes-witness(es) "
+                                                f"never reached: {', '.join(doc['sometimes']['unreached'])}")
+    return doc
 
 
 # -- entry point ---------------------------------------------------------------------------------
@@ -229,6 +284,7 @@ def run_check(
     strict: bool = False,
     stages: Sequence[str] | None = None,
     timeout: float = 10.0,
+    coverage: bool = True,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -295,35 +351,30 @@ def run_check(
     except ImportError as exc:
         return _fail(f"inconclusive: the reference model cannot be loaded yet ({exc})", json_out, out, err, EXIT_INCONCLUSIVE)
 
-    registry = known_corpus()
     results: list[LogResult] = []
-    progress = _Progress(len(jobs), err)
     interrupted: list[str] = []
     # With --json, stdout carries only the report: anything the model prints goes to stderr.
     quiet = contextlib.redirect_stdout(err) if json_out else contextlib.nullcontext()
-    try:
-        with quiet:
-            for index, (path, source, name, exp) in enumerate(jobs, start=1):
-                progress.step(index, name)
-                result = check_log(loaded, path, source, name, exp)
-                if source == SESSIONS_DIR:
-                    apply_known(result, registry.get(path.name), strict)
-                results.append(result)
-    except (KeyboardInterrupt, Terminated) as exc:  # the logs stage: report the logs checked so far, run no stage
-        interrupted.append("SIGINT" if isinstance(exc, KeyboardInterrupt) else "SIGTERM")
-        err.write(f"\nsurfacecheck check: logs interrupted by {interrupted[0]} after {len(results)} of {len(jobs)} "
-                  "logs; writing the partial report\n")
-    progress.done()
-
+    collector = Collector(runtime, report_path / COVERAGE_DIR) if coverage else None
     ctx = CheckContext(runtime=runtime, corpus=corpus_dir, strict=strict, report_dir=report_path, err=err,
                        timeout=timeout)
     stage_results = []
-    if not interrupted:
+    with contextlib.ExitStack() as measuring:
+        if collector is not None:
+            measuring.enter_context(collector)
+        around = collector.stage if collector is not None else None
         with quiet:
-            stage_results = run_stages(ctx, CAPABILITY_STAGES if stages is None else stages, interrupted)
+            with around("logs") if around and runtime == "model" else contextlib.nullcontext():
+                _judge_logs(loaded, jobs, strict, results, interrupted, err)
+            if not interrupted:
+                stage_results = run_stages(ctx, CAPABILITY_STAGES if stages is None else stages, interrupted, around)
 
     report = build_report(results, runtime, corpus_dir, scenario_path, time.perf_counter() - started)
     add_stages(report, stage_results)
+    coverage_doc = None
+    if collector is not None:
+        coverage_doc = _add_coverage(report, collector, [(source, path) for (path, source, _n, _e), _r in zip(jobs, results)],
+                                     stage_results, report_path, strict)
     if interrupted:  # a partial report: the stages run so far, the interrupted one, no verdict beyond them
         report["interrupted"] = interrupted[0]
         if len(results) < len(jobs):  # the unchecked logs reached no verdict: never "held"
@@ -338,11 +389,15 @@ def run_check(
         write_junit(files[1], "surfacecheck check", cases)
     except OSError as exc:
         return _fail(f"cannot write reports into {report_path}: {exc}", json_out, out, err)
+    try:
+        files.append(write_html(report, coverage_doc, report_path))
+    except Exception as exc:  # noqa: BLE001 - the page is a view of the verdict, never its judge
+        err.write(f"surfacecheck check: report.html could not be written: {type(exc).__name__}: {exc}\n")
 
     if json_out:
         out.write(json.dumps(report, indent=2) + "\n")
     else:
-        out.write(format_stages(stage_results))
+        out.write(format_stages(stage_results, verbose))
         out.write(format_human(report, results, files, verbose))
         if interrupted:
             out.write(f"INTERRUPTED by {interrupted[0]}: the report holds the stages run so far "

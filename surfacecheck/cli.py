@@ -142,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds one call to a cmd: runtime may take in any stage before the runtime is declared hung, killed "
              "and the stage reported inconclusive (default: %(default)s; bench's one long request keeps its own bound)",
     )
+    check.add_argument(
+        "--no-coverage", action="store_true",
+        help="do not measure coverage (default: code coverage of the runtime under test, transition and rule "
+             "coverage, sometimes-witnesses: coverage.json and Cobertura coverage.xml in the report directory)",
+    )
     check.set_defaults(func=_run_check)
     for module in CAPABILITIES:
         importlib.import_module(f"surfacecheck.{module}.cli").register(commands)
@@ -172,6 +177,7 @@ def _run_check(args: argparse.Namespace) -> int:
         strict=args.strict,
         stages=stages,
         timeout=args.timeout,
+        coverage=not args.no_coverage,
     )
 
 

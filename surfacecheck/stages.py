@@ -7,6 +7,7 @@ reason (a suite bug is never a pass, and never mistaken for a runtime violation)
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import time
 import traceback
@@ -32,10 +33,12 @@ def _load(name: str):
         raise
 
 
-def run_stages(ctx: CheckContext, names: Sequence[str], interrupted: list | None = None) -> list[StageResult]:
+def run_stages(ctx: CheckContext, names: Sequence[str], interrupted: list | None = None,
+               around=None) -> list[StageResult]:
     """Run the named capability stages in order; progress and stage notes go to ``ctx.err``. An interrupt
     (SIGINT, or SIGTERM as :class:`Terminated`) during a stage records it as inconclusive "interrupted", runs
-    no further stage, and appends the signal's name to ``interrupted`` (the caller writes the partial report)."""
+    no further stage, and appends the signal's name to ``interrupted`` (the caller writes the partial report).
+    ``around(name)``, when given, is a context manager each stage runs inside (coverage measurement)."""
     results = []
     for name in names:
         if name == "logs":
@@ -47,7 +50,8 @@ def run_stages(ctx: CheckContext, names: Sequence[str], interrupted: list | None
                 continue
             ctx.err.write(f"surfacecheck check: stage {name} ...\n")
             ctx.err.flush()
-            result = module.stage(ctx)
+            with around(name) if around is not None else contextlib.nullcontext():
+                result = module.stage(ctx)
         except (KeyboardInterrupt, Terminated) as exc:
             if interrupted is None:
                 raise
@@ -86,11 +90,13 @@ def add_stages(report: dict[str, Any], results: list[StageResult]) -> None:
     report["verdict"], report["exit_code"] = verdict, _EXIT[verdict]
 
 
-def format_stages(results: list[StageResult]) -> str:
-    """Each stage's own text, then a one-line-per-stage table."""
+def format_stages(results: list[StageResult], verbose: bool = True) -> str:
+    """Each stage's own text (``verbose``: every stage; otherwise only the stages that failed, in full, after one
+    line per stage saying what it found)."""
     if not results:
         return ""
     out = []
     for r in results:
-        out += [f"== {r.name}: {r.status} ({r.seconds:.1f} s)", r.text.rstrip(), ""]
+        if verbose or r.status in (VIOLATION, INCONCLUSIVE):
+            out += [f"== {r.name}: {r.status} ({r.seconds:.1f} s)", r.text.rstrip(), ""]
     return "\n".join(out) + "\n"

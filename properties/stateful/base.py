@@ -53,6 +53,7 @@ class RunContext:
     unavailable: RuntimeUnavailable | None = None
     progress: Any = None  # a tqdm bar (or None), advanced once per example
     memory: Any = None  # a surfacecheck.memory.MemoryLimit (or None), looked at every MEMORY_EVERY steps
+    operations: dict = field(default_factory=dict)  # transition coverage: "op" / "append <event type>" -> steps
     extra: dict = field(default_factory=dict)
 
     @property
@@ -99,6 +100,8 @@ class LockstepMachine(RuleBasedStateMachine):
             ctx.unavailable = exc
             raise RuntimeGone(exc) from None
         ctx.steps += 1
+        kind = f"append {args['event'].get('type')}" if op == "append" and isinstance(args.get("event"), dict) else op
+        ctx.operations[kind] = ctx.operations.get(kind, 0) + 1
         if violation is not None:
             ctx.failure = (list(self.lockstep.steps), violation)
             raise LockstepFailure(violation)

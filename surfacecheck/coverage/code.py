@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,10 @@ DSH_FILES: dict[str, tuple[str, ...]] = {
     "dsh-agent-loop": ("runtime-context.js",),  # spec 12 (the loop's other files are not compaction)
 }
 """The compaction-relevant dsh files (an empty tuple: every source file of the package's bundle)."""
+DRIVES_THE_RUNTIME = ("logs", "runtime", "verify", "bench")
+"""The stages during which coverage.py traces a Python runtime: they drive it (the logs stage only for ``model``,
+which judges the logs; ``findings`` replays its witnesses on the runtime too, but its search runs the model and
+would pay the tracer three times over for a few replays)."""
 
 
 @dataclass
@@ -91,19 +96,30 @@ class Collector:
             import coverage
 
             self._cov = coverage.Coverage(data_file=None, include=[str(source / "*.py")], config_file=False)
-            self._cov.start()
+            self._cov.set_option("run:disable_warnings", ["no-data-collected", "module-not-measured"])
         return self
 
+    @contextmanager
+    def stage(self, name: str):
+        """Trace the Python runtime only while a stage that drives it runs (:data:`DRIVES_THE_RUNTIME`): the
+        tracer costs every other stage (the model's own search, the solver, dsh's library) time for nothing."""
+        tracing = self._cov is not None and name in DRIVES_THE_RUNTIME
+        if tracing:
+            self._cov.start()
+        try:
+            yield
+        finally:
+            if tracing:
+                self._cov.stop()
+
     def __exit__(self, *exc) -> None:
-        if self._cov is not None:
-            self._cov.stop()
         if self._saved_env is None:
             os.environ.pop("NODE_V8_COVERAGE", None)
         else:
             os.environ["NODE_V8_COVERAGE"] = self._saved_env
 
     def python(self) -> CodeCoverage:
-        result = CodeCoverage(self.runtime, "coverage.py")
+        result = CodeCoverage(self.runtime, "coverage.py", note=f"measured during the stages {', '.join(DRIVES_THE_RUNTIME)}")
         data = self._cov.get_data()
         for path in sorted(PYTHON_RUNTIMES[self.runtime].glob("*.py")):
             _name, statements, _excluded, missing, _text = self._cov.analysis2(str(path))
@@ -112,7 +128,7 @@ class Collector:
             result.files.append(_row(path.name, len(statements), len(statements) - len(missing), _ranges(missing),
                                      str(path.relative_to(ROOT))))
         if not data.measured_files():
-            result.note = "the runtime's code never ran in this process"
+            result.note = "the runtime's code never ran in this process (none of its stages ran)"
         return result
 
     def dsh(self) -> CodeCoverage:

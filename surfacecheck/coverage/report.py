@@ -84,3 +84,21 @@ def build(code: list[dict], scans: dict[str, Scan], verify_ops: dict[str, dict[s
                         "rules_never_exercised": [rule for rule, n in rules_total.items() if n == 0]},
         "sometimes": {"witnesses": sometimes, "unreached": [w["id"] for w in sometimes if not w["reached"]]},
     }
+
+
+SOURCE_OF = {"scenario": "scenarios", "dsh-sessions": "corpus", "dsh-generated": "corpus"}
+"""The logs stage's sources, grouped as the coverage report names them."""
+
+
+def for_check(code: list[dict], logs: Iterable[tuple[str, Path]], stages: dict[str, dict]) -> dict[str, Any]:
+    """The coverage of one ``check``: ``logs`` are the ``(logs-stage source, path)`` pairs judged, ``stages`` the
+    stage summaries (the e2e scripts' situations, verify's operations per level, the explorer's actions)."""
+    scans = scan_logs((SOURCE_OF.get(source, source), path) for source, path in logs)
+    e2e = stages.get("e2e") or {}
+    for script in e2e.get("scripts") or []:
+        if script.get("situations") is not None and script.get("verdict") != "inconclusive":
+            scans.setdefault("e2e", Scan("e2e")).add_found(script["name"], script["situations"], script.get("judged") or {})
+    verify = stages.get("verify") or {}
+    ops = {lv["level"]: lv.get("operations") or {} for lv in verify.get("levels") or []}
+    actions = ((stages.get("explore") or {}).get("model") or {}).get("actions")
+    return build(code, scans, ops or None, actions)

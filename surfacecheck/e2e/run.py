@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from surfacecheck.coverage.situations import judged as judged_events, witnesses
+
 from .promises import find_on, wire_on
 from .unscripted import unscripted_failures
 
@@ -80,6 +82,8 @@ class ScriptOutcome:
     findings_note: str = ""  # why the log was not scanned, when it was not
     wire: list[dict] | None = None  # promise violations on the recorded provider requests (None: not checked)
     wire_note: str = ""  # why the requests were not checked, when they were not
+    situations: dict = field(default_factory=dict)  # sometimes-witness id -> first seq in the runtime's log
+    judged: dict = field(default_factory=dict)  # audit rule / "type:<event type>" -> events (coverage, issue 17)
 
     def to_json(self) -> dict:
         return {"name": self.name, "source": self.source, "verdict": self.verdict, "message": self.message,
@@ -90,7 +94,8 @@ class ScriptOutcome:
                 "run_dir": self.run_dir, "turns": self.turns, "tool_calls": self.tool_calls,
                 "overflows": self.overflows, "compacts": self.compacts, "network": self.connects,
                 "findings": self.findings, "findings_note": self.findings_note or None,
-                "wire": self.wire, "wire_note": self.wire_note or None}
+                "wire": self.wire, "wire_note": self.wire_note or None,
+                "situations": self.situations, "judged": self.judged}
 
 
 @dataclass
@@ -302,6 +307,7 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
             outcome.message = "scripted server: " + "; ".join(map(str, run.server_errors))[:500]
         try:
             outcome.paths = exercised(list(run.events))
+            outcome.situations, outcome.judged = witnesses(run.events), judged_events(run.events)
             outcome.audit = audit_run(script, run)
             outcome.differences = judge(script, run)
             if options.findings:

@@ -8,6 +8,7 @@ that the concrete run is α-equal to the abstract path (the quotient's soundness
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,6 +170,7 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
                   "strongly_connected_components": components} if graph is not None else None,
         "invariants": list(SAFETY_PROPERTIES), "progress": list(PROGRESS_PROPERTIES) if checks_progress else [],
         "violations": [f.to_json() for f in findings],
+        "actions": dict(sorted(Counter(action for _s, _d, action, _e in exp.edges).items())),
         "model_runs_mode": "exact" if not shared else "shared+oracle" if oracle else "shared",
         "oracle": {"checked": world.oracle_checks, "mismatches": world.oracle_mismatches[:20],
                    "mismatch_count": len(world.oracle_mismatches)} if oracle else None,

@@ -58,7 +58,7 @@ def stage(ctx: CheckContext) -> StageResult:
                                    type="control-missed", text=str(found["violations"]))
         cases.append(case)
         lines.append(f"explore: control {name}: {'caught' if caught else 'MISSED'} {v.breaks}")
-    summary = {"model": {k: report[k] for k in ("states", "edges", "depth", "states_per_second", "verdict")},
+    summary = {"model": {k: report[k] for k in ("states", "edges", "depth", "states_per_second", "verdict", "actions")},
                "bounds": vars(STAGE_BOUNDS), "violations": report["violations"], "controls": controls}
     return StageResult("explore", VIOLATION if failed else OK, summary, "\n".join(lines), cases,
                        time.perf_counter() - started)

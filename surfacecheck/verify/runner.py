@@ -55,6 +55,7 @@ class LevelResult:
     unavailable: str | None = None
     stderr: str = ""
     incomplete: str | None = None  # the memory bound stopped the run before its examples were done
+    operations: dict = field(default_factory=dict)  # steps per protocol operation ("append <type>" per event type)
 
     @property
     def status(self) -> str:
@@ -69,7 +70,8 @@ class LevelResult:
                 "seconds": round(self.seconds, 3), "steps_per_second": round(self.steps_per_second, 1),
                 "violation": self.violation.to_json() if self.violation else None,
                 "trace_length": len(self.trace_steps) if self.violation else None,
-                "unavailable": self.unavailable, "incomplete": self.incomplete}
+                "unavailable": self.unavailable, "incomplete": self.incomplete,
+                "operations": dict(sorted(self.operations.items()))}
 
 
 def monitors_for(level: str) -> tuple[str, ...]:
@@ -110,7 +112,7 @@ def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: 
     finally:
         context.progress.close()
     result.seconds = time.perf_counter() - began
-    result.examples, result.steps = context.examples, context.steps
+    result.examples, result.steps, result.operations = context.examples, context.steps, dict(context.operations)
     if context.memory is not None and context.memory.reached is not None and context.failure is None:
         result.incomplete = (f"incomplete after {context.examples} of {max_examples(profile, level)} examples "
                              f"({context.steps} steps): {context.memory.reached}")

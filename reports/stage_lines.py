@@ -1,0 +1,42 @@
+"""One line per stage of ``check``: what it found, for the terminal and ``report.html`` (issue 17 point 4)."""
+from __future__ import annotations
+
+
+def stage_line(name: str, stage: dict) -> str:
+    """What one stage found, in one line, from its summary (``report.json``'s ``stages[name]``)."""
+    s = stage.get("summary") or {}
+    if "interrupted" in s:
+        return f"interrupted by {s['interrupted']}"
+    if "error" in s and len(s) == 1:
+        return str(s["error"])[:160]
+    if name == "verify":
+        return f"{s.get('examples', 0)} examples, {s.get('steps', 0)} steps, seed {s.get('seed')}"
+    if name == "explore":
+        m = s.get("model") or {}
+        caught = sum(1 for c in (s.get("controls") or {}).values() if c.get("caught"))
+        return f"{m.get('states')} states, {m.get('edges')} edges; controls caught {caught}/{len(s.get('controls') or {})}"
+    if name == "findings":
+        return f"{len(s.get('known') or [])} known, {len(s.get('new') or [])} new, {len(s.get('stale') or [])} stale"
+    if name == "prove":
+        obligations = s.get("obligations") or []
+        proved = sum(1 for o in obligations if o.get("status") == "proved")
+        return f"{proved}/{len(obligations)} obligations proved, bound {s.get('bound')}"
+    if name == "e2e":
+        t = s.get("totals") or {}
+        return f"{t.get('scripts', 0)} scripts, {t.get('agreed', 0)} agreed, {t.get('differed', 0)} differed"
+    if name == "audit":
+        return f"{s.get('logs', 0)} logs, {s.get('errors', 0)} errors, {s.get('warnings', 0)} warnings"
+    if name == "bench":
+        return ", ".join(f"{k} {v}" for k, v in (s.get("cost_model") or {}).items())
+    if name == "dsh":
+        v, w = s.get("verify") or {}, s.get("witnesses") or []
+        return (f"verify on dsh's library: {v.get('verdict', '')}, {v.get('examples', 0)} examples; "
+                f"{sum(1 for x in w if x.get('reproduces'))}/{len(w)} finding witnesses reproduce on dsh")
+    if name == "runtime":
+        runs = s.get("runs") or []
+        eq = s.get("corpus_equivalence") or {}
+        return (f"{sum(r.get('requests', 0) for r in runs)} conformance requests, "
+                f"{sum(r.get('divergence_count', 0) for r in runs)} divergences"
+                + (f"; {eq.get('logs', 0)} logs replayed event by event, {len(eq.get('divergent') or [])} divergent"
+                   if eq else ""))
+    return ""

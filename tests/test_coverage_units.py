@@ -1,0 +1,66 @@
+"""Issue 17's coverage arithmetic on small inputs: V8 ranges to line counts, regions to dsh files, the
+situations of each scenario log, and the rule table held to the audit's."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from model.jsonl import read_log
+from surfacecheck.audit.rules import RULES
+from surfacecheck.coverage import situations
+from surfacecheck.coverage.v8 import line_counts, package_of, split_regions
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = "function f(a) {\n  if (a) {\n    return 1;\n  }\n  return 2;\n}\n// a comment\nf(1);\n"
+
+
+def _offset(text: str, needle: str) -> int:
+    return text.index(needle)
+
+
+def test_the_innermost_range_decides_a_line():
+    whole = {"startOffset": 0, "endOffset": len(SCRIPT), "count": 1}
+    body = {"startOffset": _offset(SCRIPT, "{\n  if"), "endOffset": _offset(SCRIPT, "\nf(1)"), "count": 1}
+    not_taken = {"startOffset": _offset(SCRIPT, "\n  return 2"), "endOffset": _offset(SCRIPT, "\n}\n//"), "count": 0}
+    counts = line_counts(SCRIPT, [{"ranges": [whole]}, {"ranges": [body, not_taken]}])
+    assert counts == {1: 1, 2: 1, 3: 1, 5: 0, 8: 1}  # blank/brace/comment lines are not counted
+
+
+def test_a_function_never_called_counts_zero():
+    counts = line_counts(SCRIPT, [{"ranges": [{"startOffset": 0, "endOffset": len(SCRIPT), "count": 1}]},
+                                  {"ranges": [{"startOffset": 0, "endOffset": _offset(SCRIPT, "\nf(1)"), "count": 0}]}])
+    assert counts[3] == 0 and counts[8] == 1
+
+
+def test_regions_attribute_lines_to_dsh_source_files(tmp_path):
+    bundle = tmp_path / "node_modules" / "@deepseek-ai" / "dsh-compaction-basic" / "lib" / "index.js"
+    bundle.parent.mkdir(parents=True)
+    bundle.write_text("//#region lib/types/region.js\nconst a = 1;\nconst b = 2;\n//#endregion\n"
+                      "//#region lib/types/index.js\nexport { a };\n//#endregion\n")
+    files = split_regions(bundle, "dsh-compaction-basic", {2: 3, 3: 0, 6: 1})
+    assert [(f.key, f.lines, f.covered, f.missed()) for f in files] == [
+        ("dsh-compaction-basic/region.js", 2, 1, [(3, 3)]), ("dsh-compaction-basic/index.js", 1, 1, [])]
+    assert package_of(bundle.as_uri()) == ("dsh-compaction-basic", bundle)
+    assert package_of("node:internal/x") is None
+
+
+@pytest.mark.parametrize("log, witness", [
+    ("prune.jsonl", "prune-sufficed"), ("second-generation.jsonl", "second-generation-checkpoint"),
+    ("failed-bracket.jsonl", "shrink-floor-refusal"), ("failed-bracket.jsonl", "bracket-failed"),
+    ("manual-compact.jsonl", "compact-compacted"), ("overflow-recovery.jsonl", "overflow-retry-succeeded"),
+    ("runtime-context.jsonl", "runtime-context-reemission"), ("crash-reload.jsonl", "reload-end-seed"),
+    ("pressure-summary.jsonl", "summary-committed")])
+def test_each_scenario_reaches_its_situation(log, witness):
+    found = situations.witnesses(read_log(ROOT / "scenarios" / "logs" / log).events)
+    assert witness in found and found[witness] > 0
+
+
+def test_a_log_without_compaction_reaches_none():
+    events = [e for e in read_log(ROOT / "scenarios" / "logs" / "prune.jsonl").events
+              if not e.type.startswith("compaction/") and e.type != "tool/result"]
+    assert not set(situations.witnesses(events)) & {"prune-sufficed", "prune-insufficient", "bracket-failed"}
+
+
+def test_every_audit_rule_has_a_judge_and_every_judge_a_rule():
+    assert set(situations.JUDGES) == set(RULES)
