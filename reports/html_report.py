@@ -61,7 +61,9 @@ def trace_sections(report: dict, runtime: str) -> dict[str, list[dict]]:
                      for c in obligation.get("negative_controls") or []]
     findings += [(k.get("trace_path"), f"finding {k.get('id')} ({k.get('class')}): its witness")
                  for k in stages.get("findings", {}).get("known") or []]
-    expected += [(r.get("trace"), f"verify: regression replayed, {r.get('verdict')}") for r in verify.get("regressions") or []]
+    for r in verify.get("regressions") or []:
+        failing = str(r.get("verdict", "")).startswith("failing")
+        (failures if failing else expected).append((r.get("trace"), f"verify: regression replayed, {r.get('verdict')}"))
     out = {}
     for name, items in (("failures", failures), ("findings", findings), ("expected", expected)):
         seen, drawn = set(), []

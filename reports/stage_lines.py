@@ -9,6 +9,8 @@ def stage_line(name: str, stage: dict) -> str:
         return f"interrupted by {s['interrupted']}"
     if "error" in s and len(s) == 1:
         return str(s["error"])[:160]
+    if "skipped" in s:
+        return f"skipped: {s['skipped']}"[:160]
     if name == "verify":
         return f"{s.get('examples', 0)} examples, {s.get('steps', 0)} steps, seed {s.get('seed')}"
     if name == "explore":
@@ -27,7 +29,11 @@ def stage_line(name: str, stage: dict) -> str:
     if name == "audit":
         return f"{s.get('logs', 0)} logs, {s.get('errors', 0)} errors, {s.get('warnings', 0)} warnings"
     if name == "bench":
-        return ", ".join(f"{k} {v}" for k, v in (s.get("cost_model") or {}).items())
+        if s.get("cost_model"):
+            return ", ".join(f"{k} {v}" for k, v in s["cost_model"].items())
+        timing = s.get("timing_ns") or {}
+        return (f"{s.get('subject', 'runtime')} per append: " + ", ".join(f"{v:.0f} ns at {k}" for k, v in timing.items())
+                + (f"; ratio {s['ratio']}" if s.get("ratio") is not None else "")) if timing else ""
     if name == "dsh":
         v, w = s.get("verify") or {}, s.get("witnesses") or []
         return (f"verify on dsh's library: {v.get('verdict', '')}, {v.get('examples', 0)} examples; "

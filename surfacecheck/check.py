@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 import scenarios
-from reports.junit import write_junit
+from reports.junit import Outcome, TestCase, write_junit
 
 from . import __version__
 from .corpus import (
@@ -51,6 +51,7 @@ from .runtime.select import runtime_problem as select_runtime_problem
 from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
 from .stage import INTERRUPT_EXIT, CheckContext, Terminated
 from reports.html_report import write_html
+from reports.screenshot import PNG_FILE, render as render_png
 from reports.stage_lines import stage_line
 
 from .coverage.code import Collector
@@ -263,6 +264,19 @@ def _add_coverage(report: dict[str, Any], collector: Collector, logs: list, stag
     return doc
 
 
+def _coverage_cases(report: dict[str, Any]) -> list[TestCase]:
+    """One JUnit case for the sometimes-witnesses: a failure under ``--strict`` when one was never reached."""
+    coverage = report.get("coverage")
+    if not coverage:
+        return []
+    unreached = coverage["sometimes_unreached"]
+    case = TestCase(name="sometimes-witnesses", classname="surfacecheck.coverage",
+                    properties={"unreached": ",".join(unreached) or "none"})
+    if unreached and coverage.get("strict_failure"):
+        case.failure = Outcome(message=coverage["strict_failure"], type="sometimes-unreached", text="\n".join(unreached))
+    return [case]
+
+
 # -- entry point ---------------------------------------------------------------------------------
 
 
@@ -285,6 +299,7 @@ def run_check(
     stages: Sequence[str] | None = None,
     timeout: float = 10.0,
     coverage: bool = True,
+    screenshot: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -385,14 +400,16 @@ def run_check(
     files = [report_path / REPORT_FILE, report_path / JUNIT_FILE]
     try:
         files[0].write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        cases = junit_cases(results) + [case for r in stage_results for case in r.cases]
+        cases = junit_cases(results) + [case for r in stage_results for case in r.cases] + _coverage_cases(report)
         write_junit(files[1], "surfacecheck check", cases)
     except OSError as exc:
         return _fail(f"cannot write reports into {report_path}: {exc}", json_out, out, err)
     try:
         files.append(write_html(report, coverage_doc, report_path))
+        if screenshot:
+            files.append(render_png(files[-1], report_path / PNG_FILE))
     except Exception as exc:  # noqa: BLE001 - the page is a view of the verdict, never its judge
-        err.write(f"surfacecheck check: report.html could not be written: {type(exc).__name__}: {exc}\n")
+        err.write(f"surfacecheck check: report.html/png could not be written: {type(exc).__name__}: {exc}\n")
 
     if json_out:
         out.write(json.dumps(report, indent=2) + "\n")

@@ -143,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
              "and the stage reported inconclusive (default: %(default)s; bench's one long request keeps its own bound)",
     )
     check.add_argument(
+        "--screenshot", action="store_true",
+        help="also render report.html to report.png with a headless Chromium (apt-get install chromium)",
+    )
+    check.add_argument(
         "--no-coverage", action="store_true",
         help="do not measure coverage (default: code coverage of the runtime under test, transition and rule "
              "coverage, sometimes-witnesses: coverage.json and Cobertura coverage.xml in the report directory)",
@@ -178,6 +182,7 @@ def _run_check(args: argparse.Namespace) -> int:
         stages=stages,
         timeout=args.timeout,
         coverage=not args.no_coverage,
+        screenshot=args.screenshot,
     )
 
 

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -99,18 +98,14 @@ def test_an_unreached_sometimes_witness_fails_only_strict(tmp_path):
 
 @browser
 def test_the_page_opens_in_headless_chromium_and_is_screenshotted(checked):
+    from reports import screenshot
+
     _code, out = checked
-    page = (out / "report.html").resolve()
-    flags = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--disable-background-networking", "--no-first-run", "--hide-scrollbars"]
-    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    html = dom.stdout
+    html = screenshot.dump_dom(out / "report.html")
     for stage in ("findings", "explore", "bench"):
         assert f'id="stage-{stage}"' in html
     assert html.count('class="trace"') >= 10 and 'class="code-coverage"' in html
     assert 'class="sometimes"' in html and 'class="rules"' in html and 'id="verdict"' in html
-    shot = out / "report.png"
-    done = subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1366,2400", page.as_uri()],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and shot.is_file() and shot.stat().st_size > 50_000, done.stderr[-2000:]
+    shot = screenshot.render(out / "report.html", out / screenshot.PNG_FILE)
+    assert shot.stat().st_size > 50_000
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -82,6 +82,8 @@ class Collector:
 
     def __init__(self, runtime: str, folder: Path):
         self.runtime, self.folder = runtime, Path(folder)
+        base = runtime.split(":", 1)[0]  # embedded:<seeded bug> is the embedded runtime with one bug switched on
+        self.python_runtime = base if base in PYTHON_RUNTIMES and not runtime.startswith("cmd:") else None
         self.v8_dir = self.folder / "v8"
         self._cov = None
         self._saved_env: str | None = None
@@ -91,7 +93,7 @@ class Collector:
         self.v8_dir.mkdir(parents=True, exist_ok=True)
         self._saved_env = os.environ.get("NODE_V8_COVERAGE")
         os.environ["NODE_V8_COVERAGE"] = str(self.v8_dir)
-        source = PYTHON_RUNTIMES.get(self.runtime)
+        source = PYTHON_RUNTIMES.get(self.python_runtime)
         if source is not None:
             import coverage
 
@@ -121,7 +123,7 @@ class Collector:
     def python(self) -> CodeCoverage:
         result = CodeCoverage(self.runtime, "coverage.py", note=f"measured during the stages {', '.join(DRIVES_THE_RUNTIME)}")
         data = self._cov.get_data()
-        for path in sorted(PYTHON_RUNTIMES[self.runtime].glob("*.py")):
+        for path in sorted(PYTHON_RUNTIMES[self.python_runtime].glob("*.py")):
             _name, statements, _excluded, missing, _text = self._cov.analysis2(str(path))
             if not statements:
                 continue
