@@ -78,9 +78,16 @@ def trace_sections(report: dict, runtime: str) -> dict[str, list[dict]]:
 
 
 def bench_png(summary: dict) -> str | None:
-    """The bench stage's elementary operations per append against surface size, as a data: URI (or None)."""
+    """The bench stage's elementary operations per append against surface size (in-process runtimes), or the
+    runtime's median time per append (a runtime over the protocol), as a data: URI (or None)."""
     ops = summary.get("ops_per_append") or {}
     sizes = summary.get("sizes") or []
+    ylabel = "operations per append"
+    if not ops and summary.get("timing_ns"):
+        timing = summary["timing_ns"]
+        sizes = [int(k) for k in timing]
+        ops = {summary.get("subject", "runtime"): list(timing.values())}
+        ylabel = "median ns per append"
     if not ops or not sizes:
         return None
     import matplotlib
@@ -94,7 +101,7 @@ def bench_png(summary: dict) -> str | None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("surface size (events)")
-    ax.set_ylabel("operations per append")
+    ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -168,8 +168,9 @@ def test_check_writes_json_and_junit_on_a_tiny_input(tmp_path, fake_runtime):
     assert generated["expected_checked"] and generated["projection_matches"] and generated["surface_size"] == 2
     assert json.loads((tmp_path / "out" / "report.json").read_text()) == report
     suite = ET.parse(tmp_path / "out" / "junit.xml").getroot().find("testsuite")
-    assert suite.get("tests") == "3" and suite.get("failures") == "0"
-    assert [case.get("name") for case in suite.iter("testcase")] == [log["name"] for log in report["logs"]]
+    assert suite.get("tests") == "4" and suite.get("failures") == "0"  # the logs and the sometimes-witnesses
+    assert [case.get("name") for case in suite.iter("testcase")] == [log["name"] for log in report["logs"]] + [
+        "sometimes-witnesses"]
     assert "[3/3]" in err.getvalue()  # progress on stderr
 
 
@@ -244,4 +245,4 @@ def test_check_with_the_model_on_one_generated_log(tmp_path, corpus):
     assert [log["name"] for log in report["logs"]] == ["scenarios/01-prune.jsonl", "dsh-generated/01-prune.jsonl"]
     assert report["logs"][1]["expected_checked"] or report["logs"][1]["violations"]
     suite = ET.parse(tmp_path / "out" / "junit.xml").getroot().find("testsuite")
-    assert suite.get("tests") == "2"
+    assert suite.get("tests") == "3"  # two logs and the sometimes-witnesses

@@ -45,7 +45,7 @@ def _commands(work: Path) -> dict[str, list[str]]:
                    "--regressions", str(work / "noreg"), "--trace-dir", str(work / "traces"), *t],
         "findings": ["findings", "--no-logs", "--search-seconds", "0", "--explore-bounds", "off", *t],
         "bench": ["bench", "--sizes", "100", "1000", "--report-dir", str(work / "bench"), "--timeout", "5"],
-        "check": ["check", "--only", "runtime", "--report-dir", str(work / "check"), *t],
+        "check": ["check", "--only", "runtime", "--no-coverage", "--report-dir", str(work / "check"), *t],
         "replay-dsh": ["replay", WITNESS, *t],  # the same witness, the proxy fronting dsh's own code
     }
 
