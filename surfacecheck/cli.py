@@ -51,9 +51,13 @@ per log that:
     dsh-generated/expected.json.
 Any failed check is a violation.
 
-Prints a summary table and the violations (or, with --json, exactly one JSON document) on
-stdout and progress on stderr, and writes {REPORT_FILE} and {JUNIT_FILE} (one test case per
-log) into the report directory.
+Prints one line per stage, the failures in full and the verdict (-v: every stage's and every
+log's detail; --json: exactly one JSON document) on stdout and progress on stderr, and writes
+into the report directory {REPORT_FILE}, {JUNIT_FILE} (one test case per log, stage run and trace),
+report.html (the page to open: every failure and finding drawn as the surface step by step, the
+coverage), coverage.json and coverage.xml (Cobertura): the runtime's code coverage (coverage.py;
+V8 per dsh source file for dsh), transitions and rules per source, and the sometimes-witnesses
+(--strict fails when one is never reached).
 
 Then it runs every capability stage against the chosen runtime (--only/--skip select them):
   runtime   protocol conformance (a sample session through every op, results checked against
@@ -61,14 +65,16 @@ Then it runs every capability stage against the chosen runtime (--only/--skip se
             scenario and corpus log appended event by event and compared with the model;
   audit     every log audited rule by rule (surfacecheck audit);
   verify    the Hypothesis lockstep machines at every level, CI profile (surfacecheck verify);
+  dsh       verify and the findings' traces on dsh's own library (--runtime dsh), whatever is tested;
   findings  dsh's own broken promises (spec 15): known ones from properties/findings.json, new
             ones fail (surfacecheck findings; --strict fails on known ones too);
   prove     the Z3 obligations and their negative controls (surfacecheck prove);
   explore   bounded exhaustive model checking at small bounds (surfacecheck explore);
+  e2e       the seed scripts on the real dsh runtime from PyPI (surfacecheck e2e dsh);
   bench     the per-append cost model of the pressure projection (surfacecheck bench).
 
 Runtimes: embedded (default: the suite's own independent runtime), model (the reference model
-behind the protocol), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or
+behind the protocol), dsh (dsh's own npm packages behind a node adapter), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or
 dies makes the run inconclusive, exit {EXIT_INCONCLUSIVE}). The logs are always judged by the model.
 
 The corpus is --corpus DIR, else ${ENV_VAR}, else <checkout>/../shared/corpus; if none is
