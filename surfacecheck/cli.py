@@ -88,8 +88,23 @@ def _runtime(value: str) -> str:
     return value
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, keeping the ``--json`` promise on usage errors too: with ``--json`` among the arguments, a
+    refused option still prints exactly one JSON document on stdout (then usage and reason on stderr, exit 2).
+    Sub-command parsers are made of this class as well (argparse's ``add_subparsers`` default)."""
+
+    wants_json = False
+
+    def error(self, message: str):
+        if Parser.wants_json:
+            sys.stdout.write(json.dumps({"command": self.prog.removeprefix("surfacecheck").strip() or None,
+                                         "verdict": "error", "exit_code": 2, "error": message}) + "\n")
+            sys.stdout.flush()
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="surfacecheck",
         description=MAIN_DESCRIPTION,
         epilog=EXIT_CODES + "\nRun 'surfacecheck COMMAND --help' for a command's options.",
@@ -206,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from surfacecheck.runtime.client import kill_all, live
     from surfacecheck.stage import Terminated
 
+    Parser.wants_json = "--json" in (sys.argv[1:] if argv is None else list(argv))
     args = build_parser().parse_args(argv)  # usage errors exit 2 here
     name = getattr(args, "command", None) or "surfacecheck"
     previous, spared = _on_sigterm(), live()  # a caller's own runtimes (main called in-process) are spared

@@ -204,3 +204,20 @@ def test_a_bad_dsh_modules_folder_is_a_usage_error_naming_the_variable(value, tm
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "SURFACECHECK_DSH_MODULES: dsh modules folder" in err, err
     assert value.split("/")[-1] in err, err
+
+
+@pytest.mark.parametrize("argv", [["explore", "--trace-dir", "{file}", "--json"],
+                                  ["check", "--json", "--only", "nonsense"],
+                                  ["verify", "--json", "--timeout", "-1"],
+                                  ["e2e", "dsh", "--json", "--stall", "zero"]])
+def test_a_refused_option_with_json_still_prints_one_json_document(argv, tmp_path, capsys):
+    """The --json promise holds on usage errors argparse refuses too: one document on stdout, the reason on
+    stderr, exit 2."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x\n")
+    with pytest.raises(SystemExit) as stop:
+        main([a.replace("{file}", str(blocker)) for a in argv])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert stop.value.code == 2 and doc["exit_code"] == 2 and doc["verdict"] == "error"
+    assert doc["error"] and doc["error"] in captured.err
