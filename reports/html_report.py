@@ -12,7 +12,6 @@ import base64
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
