@@ -18,25 +18,25 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def dump_dom(page: Path, timeout: float = 120) -> str:
-    """The DOM after the page loaded, as Chromium serialises it; RuntimeError when Chromium fails."""
+def _run(page: Path, *flags: str, timeout: float) -> subprocess.CompletedProcess:
     browser = chromium()
     if browser is None:
         raise RuntimeError("chromium is not installed (apt-get install chromium)")
-    done = subprocess.run([browser, *FLAGS, "--dump-dom", Path(page).resolve().as_uri()], capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run([browser, *FLAGS, *flags, Path(page).resolve().as_uri()], capture_output=True, text=True,
+                          timeout=timeout)
     if done.returncode != 0:
-        raise RuntimeError(f"chromium --dump-dom exited {done.returncode}: {done.stderr[-500:]}")
-    return done.stdout
+        raise RuntimeError(f"chromium {' '.join(flags)} exited {done.returncode}: {done.stderr[-500:]}")
+    return done
+
+
+def dump_dom(page: Path, timeout: float = 120) -> str:
+    """The DOM after the page loaded, as Chromium serialises it; RuntimeError when Chromium fails."""
+    return _run(page, "--dump-dom", timeout=timeout).stdout
 
 
 def render(page: Path, png: Path, *, width: int = 1366, height: int = 2400, timeout: float = 120) -> Path:
     """A screenshot of the top ``height`` pixels of ``page`` at a laptop's width; RuntimeError on failure."""
-    browser = chromium()
-    if browser is None:
-        raise RuntimeError("chromium is not installed (apt-get install chromium)")
-    done = subprocess.run([browser, *FLAGS, f"--screenshot={png}", f"--window-size={width},{height}",
-                           Path(page).resolve().as_uri()], capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0 or not Path(png).is_file():
-        raise RuntimeError(f"chromium --screenshot exited {done.returncode}: {done.stderr[-500:]}")
+    _run(page, f"--screenshot={png}", f"--window-size={width},{height}", timeout=timeout)
+    if not Path(png).is_file():
+        raise RuntimeError(f"chromium wrote no screenshot at {png}")
     return Path(png)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 
+from surfacecheck.coverage.situations import surface_op
+
 KIND_LETTER = {"user/message": "U", "assistant/message": "A", "tool/result": "T"}
 MAX_STEPS = 80
 LABEL_CHARS = 40
@@ -29,8 +31,7 @@ def kind_letter(event) -> str:
         return "C"
     if plugin == "@deepseek-ai/dsh-system-prompt":
         return "R"
-    op = event.surface_op.get("op") if isinstance(event.surface_op, dict) else event.surface_op
-    if event.type == "tool/result" and op == "replace":
+    if event.type == "tool/result" and surface_op(event.surface_op) == "replace":
         return "t"
     return KIND_LETTER.get(event.type, "·")
 

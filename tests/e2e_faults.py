@@ -13,6 +13,7 @@ import signal
 import time
 from pathlib import Path
 
+from e2e_helpers import runtime_pids
 from surfacecheck.e2e import runner
 from surfacecheck.e2e.server import ScriptedServer
 
@@ -71,17 +72,6 @@ def _server_class(fault: str, k: int) -> type:
     return type(f"FaultyServer_{fault.replace('-', '_')}", (FaultyServer,), {"fault": fault, "k": k})
 
 
-def _runtime_pids(driver_pid: int) -> list[int]:
-    found = []
-    for pid in runner.descendants(driver_pid):
-        try:
-            if b"dsh-jsonrpc-agent" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                found.append(pid)
-        except OSError:
-            continue
-    return found
-
-
 _SERVERS: list[ScriptedServer] = []
 FIRED: list[str] = []
 """Each fault delivered since :func:`install` (a fault whose request k never came is not in it)."""
@@ -116,7 +106,7 @@ def _kill_hook(fault: str, k: int):
             os.kill(proc.pid, signal.SIGKILL)
             return
         sig = signal.SIGKILL if fault == "kill-runtime" else signal.SIGSTOP
-        for pid in _runtime_pids(proc.pid):
+        for pid in runtime_pids(proc.pid):
             try:
                 os.kill(pid, sig)
             except ProcessLookupError:

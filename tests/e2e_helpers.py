@@ -7,20 +7,33 @@ import time
 from pathlib import Path
 
 
+RUNTIME_EXECUTABLE = b"dsh-jsonrpc-agent"
+
+
+def runtime_pids(driver_pid: int) -> list[int]:
+    """The dsh runtime executable(s) among the live descendants of the SDK driver ``driver_pid``."""
+    from surfacecheck.e2e.runner import descendants
+
+    found = []
+    for pid in descendants(driver_pid):
+        try:
+            if RUNTIME_EXECUTABLE in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:  # it exited between the listing and the read
+            continue
+    return found
+
+
 def kill_runtime_after(server, requests: int = 3):
     """An ``on_spawn`` hook for ``run_script``: once ``server`` has seen ``requests`` model requests, SIGKILL
     the runtime executable (``dsh-jsonrpc-agent``) among the spawned driver's descendants."""
-    from surfacecheck.e2e.runner import descendants
-
     def kill_runtime(proc):
         while proc.poll() is None and len(server.requests) < requests:
             time.sleep(0.01)
-        for pid in descendants(proc.pid):
+        for pid in runtime_pids(proc.pid):
             try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-                if "dsh-jsonrpc-agent" in cmdline:
-                    os.kill(pid, signal.SIGKILL)
-            except (FileNotFoundError, ProcessLookupError):  # it exited between the listing and the read
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
                 continue
 
     return kill_runtime

@@ -87,6 +87,8 @@ class Collector:
         self.v8_dir = self.folder / "v8"
         self._cov = None
         self._saved_env: str | None = None
+        self._results: list[CodeCoverage] | None = None
+        self._counted: dict[tuple[str, str], list[int]] = {}  # (runtime, file) -> its counted lines, for Cobertura
 
     def __enter__(self) -> "Collector":
         shutil.rmtree(self.v8_dir, ignore_errors=True)
@@ -129,6 +131,7 @@ class Collector:
                 continue
             result.files.append(_row(path.name, len(statements), len(statements) - len(missing), _ranges(missing),
                                      str(path.relative_to(ROOT))))
+            self._counted[(self.runtime, path.name)] = sorted(statements)
         if not data.measured_files():
             result.note = "the runtime's code never ran in this process (none of its stages ran)"
         return result
@@ -138,13 +141,14 @@ class Collector:
         result = CodeCoverage("dsh", "v8")
         for f in files:
             result.files.append(_row(f.key, f.lines, f.covered, f.missed(), f.bundle))
+            self._counted[("dsh", f.key)] = sorted(f.hits)
         if not files:
             result.note = "no dsh process wrote coverage (none ran, or each was killed before it could)"
         return result
 
     def results(self) -> list[CodeCoverage]:
         """The runtime under test first; dsh's library as well when a dsh process ran (the ``dsh`` stage)."""
-        if getattr(self, "_results", None) is None:
+        if self._results is None:
             self._results = self._measure()
         return self._results
 
@@ -179,21 +183,11 @@ class Collector:
                 ET.SubElement(cls, "methods")
                 missed = {n for a, b in row["missed"] for n in range(a, b + 1)}
                 xml_lines = ET.SubElement(cls, "lines")
-                for number in self._counted_lines(report, row):
+                for number in self._counted[(report.runtime, row["file"])]:
                     ET.SubElement(xml_lines, "line", {"number": str(number), "hits": "0" if number in missed else "1"})
         path.parent.mkdir(parents=True, exist_ok=True)
         ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
         return path
-
-    def _counted_lines(self, report: CodeCoverage, row: dict) -> list[int]:
-        if report.tool == "coverage.py":
-            return sorted(self._cov.analysis2(str(ROOT / row["path"]))[1])
-        return sorted(self._dsh_hits().get(row["file"], {}))
-
-    def _dsh_hits(self) -> dict[str, dict[int, int]]:
-        if not hasattr(self, "_hits"):
-            self._hits = {f.key: f.hits for f in read_dsh_coverage(self.v8_dir, DSH_FILES)}
-        return self._hits
 
 
 def _rate(row: dict) -> str:

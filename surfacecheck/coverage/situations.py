@@ -18,16 +18,26 @@ RUNTIME_CONTEXT_PLUGIN = "@deepseek-ai/dsh-system-prompt"  # spec 12: the owned 
 SHRINK_FLOOR = "summary is not smaller than the shadowed content"  # spec 8.2 step 10
 
 
-def _get(event: Any) -> tuple[str, int | None, dict, str | None, list]:
-    """``(type, seq, data, surfaceOp.op, sourceEventSeqs)`` of a model Event or a raw record."""
+def surface_op(op: Any) -> str | None:
+    """``"append"`` / ``"replace"`` / None from a surfaceOp as logged (``"append"``, ``{op: "replace", ...}``) or
+    as the model holds it (a ``model.event.Replace``)."""
+    if isinstance(op, str):
+        return op
+    if isinstance(op, dict):
+        return op.get("op")
+    return "replace" if hasattr(op, "start") and hasattr(op, "end") else None
+
+
+def parts(event: Any) -> tuple[str, int | None, dict, str | None, list]:
+    """``(type, seq, data, surfaceOp kind, sourceEventSeqs)`` of a model Event or a raw record."""
     if isinstance(event, dict):
         kind, seq, data = str(event.get("type")), event.get("seq"), event.get("data") or {}
         op, sources = event.get("surfaceOp"), event.get("sourceEventSeqs")
     else:
         kind, seq, data = str(getattr(event, "type", "")), getattr(event, "seq", None), getattr(event, "data", None) or {}
         op, sources = getattr(event, "surface_op", None), getattr(event, "source_event_seqs", None)
-    op = op.get("op") if isinstance(op, dict) else op if isinstance(op, str) else None  # "append" or {op: replace}
-    return kind, seq, data, op, list(sources or [])
+    sources = sources if isinstance(sources, (list, tuple)) else []
+    return kind, seq, data if isinstance(data, dict) else {}, surface_op(op), list(sources)
 
 
 def _source(data: dict) -> dict:
@@ -47,11 +57,18 @@ def _runtime_context(kind: str, data: dict) -> bool:
     return kind == "user/message" and source.get("kind") == "plugin" and source.get("plugin") == RUNTIME_CONTEXT_PLUGIN
 
 
-def _failure_code(data: dict) -> str | None:
+def step_failure(data: dict) -> dict | None:
+    """The failure of an ``assistant/chunk`` ``finish {kind: error, failure}`` (spec 10.1), else None."""
     chunk = data.get("chunk") if isinstance(data.get("chunk"), dict) else {}
     reason = chunk.get("reason") if chunk.get("type") == "finish" and isinstance(chunk.get("reason"), dict) else {}
-    failure = reason.get("failure") if reason.get("kind") == "error" else None
-    return failure.get("code") if isinstance(failure, dict) else None
+    if reason.get("kind") != "error":
+        return None
+    failure = reason.get("failure")
+    return failure if isinstance(failure, dict) else {"message": str(failure)}
+
+
+def _failure_code(data: dict) -> str | None:
+    return (step_failure(data) or {}).get("code")
 
 
 WITNESSES: dict[str, str] = {
@@ -86,7 +103,7 @@ def witnesses(events: Iterable[Any]) -> dict[str, int]:
     snapshot_seq = None
     snapshot_shadowed = False
     for event in events:
-        kind, seq, data, op, sources = _get(event)
+        kind, seq, data, op, sources = parts(event)
         if _checkpoint(kind, data, op):
             checkpoints += 1
             if checkpoints == 2:
@@ -192,7 +209,7 @@ def judged(events: Iterable[Any]) -> dict[str, int]:
     """``{rule id: events of this log the rule judged}``, and ``{"type:<event type>": count}``."""
     counts: dict[str, int] = {}
     for event in events:
-        kind, _seq, data, op, _sources = _get(event)
+        kind, _seq, data, op, _sources = parts(event)
         counts[f"type:{kind}"] = counts.get(f"type:{kind}", 0) + 1
         for rule, judges in JUDGES.items():
             if judges(kind, data, op):

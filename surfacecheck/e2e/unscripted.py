@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from surfacecheck.coverage.situations import OVERFLOW, parts, step_failure
+
 from .server import SUMMARY_FAILURE
 
-OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
 BRACKET_REASONS = (SUMMARY_FAILURE,
                    "summary is not smaller than the shadowed content",  # too-big: the shrink rule, spec 8.2 step 10
                    "summarization produced no text summary content",  # empty, spec 8.5
@@ -25,29 +26,14 @@ BRACKET_REASONS = (SUMMARY_FAILURE,
                    "This operation was aborted", "AbortError", "cancel")  # a cancelled /compact, spec 8.2 step 11
 
 
-def _data(event: Any) -> tuple[str, Any, dict]:
-    if isinstance(event, dict):
-        return str(event.get("type")), event.get("seq"), event.get("data") or {}
-    return str(getattr(event, "type", "")), getattr(event, "seq", None), getattr(event, "data", None) or {}
-
-
-def _step_failure(data: dict) -> dict | None:
-    chunk = data.get("chunk") if isinstance(data.get("chunk"), dict) else {}
-    reason = chunk.get("reason") if chunk.get("type") == "finish" and isinstance(chunk.get("reason"), dict) else {}
-    if reason.get("kind") != "error":
-        return None
-    failure = reason.get("failure")
-    return failure if isinstance(failure, dict) else {"message": str(failure)}
-
-
 def unscripted_failures(events: Iterable[Any]) -> list[str]:
     """Each logged failure the script did not ask for, as ``"seq N: what"`` (empty: the run stayed on script)."""
     found = []
     for event in events:
-        kind, seq, data = _data(event)
+        kind, seq, data, _op, _sources = parts(event)
         if kind == "assistant/chunk":
-            failure = _step_failure(data)
-            if failure is not None and failure.get("code") != OVERFLOW_CODE:
+            failure = step_failure(data)
+            if failure is not None and failure.get("code") != OVERFLOW:
                 found.append(f"seq {seq}: a model step failed with {failure.get('code') or 'no code'} "
                              f"({str(failure.get('message', ''))[:120]})")
         elif kind == "compaction/end" and data.get("error"):
