@@ -101,14 +101,15 @@ def _kill_hook(fault: str, k: int):
             time.sleep(0.005)
         if proc.poll() is not None:
             return
-        FIRED.append(f"{fault}@{k}")
         if fault == "kill-driver":
             os.kill(proc.pid, signal.SIGKILL)
+            FIRED.append(f"{fault}@{k}")
             return
         sig = signal.SIGKILL if fault == "kill-runtime" else signal.SIGSTOP
-        for pid in runtime_pids(proc.pid):
+        for pid in runtime_pids(proc.pid):  # live ones only: a runtime that already exited cannot be faulted
             try:
                 os.kill(pid, sig)
+                FIRED.append(f"{fault}@{k}")
             except ProcessLookupError:
                 continue
 

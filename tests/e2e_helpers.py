@@ -11,13 +11,15 @@ RUNTIME_EXECUTABLE = b"dsh-jsonrpc-agent"
 
 
 def runtime_pids(driver_pid: int) -> list[int]:
-    """The dsh runtime executable(s) among the live descendants of the SDK driver ``driver_pid``."""
+    """The dsh runtime executable(s) among the live descendants of the SDK driver ``driver_pid`` (a zombie, one
+    that already exited, is not live)."""
     from surfacecheck.e2e.runner import descendants
 
     found = []
     for pid in descendants(driver_pid):
         try:
-            if RUNTIME_EXECUTABLE in Path(f"/proc/{pid}/cmdline").read_bytes():
+            alive = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            if alive and RUNTIME_EXECUTABLE in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)
         except OSError:  # it exited between the listing and the read
             continue
