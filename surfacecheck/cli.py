@@ -179,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Each capability registers its own subcommands (``surfacecheck/<capability>/cli.py``).
-CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore", "e2e")
+CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore", "e2e", "mutate")
 
 
 def _stage_list(value: str) -> tuple[str, ...]:

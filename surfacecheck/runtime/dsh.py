@@ -92,39 +92,45 @@ def _cached_modules() -> Path:
 
 
 def ensure_installed(progress=None) -> Path:
-    """The cached ``node_modules`` of the pinned packages, installing them with ``npm ci`` on first use.
-
-    Installs into a temporary folder beside the cache entry and renames it into place, so an interrupted
-    install never leaves a half-populated cache. Raises :class:`RuntimeUnavailable` when npm fails."""
+    """The cached ``node_modules`` of the pinned packages, installing them with ``npm ci`` on first use."""
     target = _cached_modules()
     if target.is_dir() and modules_problem(target) is None:
         return target
+    return npm_ci_cached(ADAPTER, target.parent, f"dsh 0.1.0-rc.8 (package-lock {lock_digest()})", progress)
+
+
+def npm_ci_cached(source: Path, entry: Path, label: str, progress=None) -> Path:
+    """``npm ci`` of ``source``'s package.json and package-lock.json into the cache folder ``entry``; its
+    ``node_modules``. Installs into a temporary folder beside the entry and renames it into place, so an
+    interrupted install never leaves a half-populated cache. Raises :class:`RuntimeUnavailable` when npm fails."""
+    target = entry / "node_modules"
+    if target.is_dir():
+        return target
     say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    entry = target.parent
     entry.parent.mkdir(parents=True, exist_ok=True)
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeUnavailable("unsupported", "npm is not on PATH; " + INSTALL_HINT)
-    say(f"surfacecheck: installing dsh 0.1.0-rc.8 from npm (package-lock {lock_digest()}) into {entry} ...")
-    work = Path(tempfile.mkdtemp(prefix=".dsh-install-", dir=entry.parent))
+    say(f"surfacecheck: installing {label} from npm into {entry} ...")
+    work = Path(tempfile.mkdtemp(prefix=f".{entry.name}-install-", dir=entry.parent))
     try:
         for name in ("package.json", "package-lock.json"):
-            shutil.copy2(ADAPTER / name, work / name)
+            shutil.copy2(source / name, work / name)
         done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
                               cwd=work, capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
-            raise RuntimeUnavailable("unsupported", f"npm ci of the dsh packages failed (exit {done.returncode}):\n"
+            raise RuntimeUnavailable("unsupported", f"npm ci of {label} failed (exit {done.returncode}):\n"
                                      + (done.stderr or done.stdout)[-2000:])
         if entry.exists():  # another process finished first
             shutil.rmtree(work, ignore_errors=True)
         else:
             work.rename(entry)
     except subprocess.TimeoutExpired:
-        raise RuntimeUnavailable("timeout", "npm ci of the dsh packages did not finish within 600 s") from None
+        raise RuntimeUnavailable("timeout", f"npm ci of {label} did not finish within 600 s") from None
     finally:
         if work.exists():
             shutil.rmtree(work, ignore_errors=True)
-    say(f"surfacecheck: dsh packages ready in {target}")
+    say(f"surfacecheck: {label} ready in {target}")
     return target
 
 

@@ -8,6 +8,7 @@ import { install as installClock } from './clock.mjs';
 import { World } from './world.mjs';
 import { ProtocolError } from './refusal.mjs';
 import { logOps } from './log.mjs';
+import { installStryker } from './stryker.mjs';
 
 const PROTOCOL = 'surfacecheck-runtime/1';
 const OPS_BY_LEVEL = {
@@ -48,6 +49,8 @@ async function main() {
   }
   const bench = await optional('./bench.mjs', world);
   if (bench) Object.assign(handlers, bench);
+  const stryker = installStryker(); // surfacecheck mutate only (stryker.mjs)
+  if (stryker) Object.assign(handlers, stryker);
 
   const allOps = new Set(Object.values(OPS_BY_LEVEL).flat());
   async function handle(request) {

@@ -1,0 +1,152 @@
+"""``surfacecheck mutate``: how strong is the gate? Mutation testing of the runtime under test (issue 16)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from surfacecheck.argtypes import positive_seconds, writable_dir
+
+from .units import STAGES
+
+DESCRIPTION = """\
+Change the runtime's code in small ways (mutants) and run the gate against each: what it catches is how strong
+the gate is, what survives is what it would miss.
+
+  --runtime dsh       StrykerJS over a working copy of dsh's installed packages (default files: the compaction-
+                      relevant source files of dsh-session, dsh-compaction, dsh-compaction-basic, dsh-token-meter,
+                      the pruner, dsh-command-compact and agent-loop's runtime-context). Stryker's mutation switching
+                      activates one mutant at a time (__STRYKER_ACTIVE_MUTANT__); surfacecheck's gate is its test
+                      runner, one gate process per Stryker worker, with per-unit coverage so a mutant runs only the
+                      units that reach it. The cache the dsh runtime normally uses is never touched.
+  --runtime embedded  mutmut over a copy of the suite's embedded Python runtime, the gate run once per mutant.
+
+The gate is built from stages (--gate): runtime (protocol conformance and every scenario and corpus log appended
+event by event next to the model), findings (every registered finding's witness must still reproduce), verify
+(the Hypothesis lockstep machines at a fixed seed, --verify-profile). A unit that fails kills the mutant.
+
+Scoring: score = killed / (killed + survived + not reached + timed out + crashed). A timeout or a crash of the
+gate is not a kill and is reported apart; timeouts are scaled from the unmutated (dry) run; that run must pass
+first or the score is void. Survivors are listed with their diff, file and line; those judged equivalent say why
+(runtimes/dsh/mutate/equivalent.json) and still count as survivors.
+"""
+EPILOG = """\
+exit status: 0 the run finished (and the score meets --min-score, when given), 1 the score is below --min-score,
+2 usage, 3 void (the unmutated gate failed, the tool failed or was interrupted)
+writes into --report-dir: mutate.json, and for dsh stryker/mutation.html (Stryker's own report),
+stryker/mutation.json, stryker/stryker.log, stryker/gate.log
+"""
+
+
+def _stages(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    unknown = [n for n in names if n not in STAGES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown gate stage(s) {', '.join(unknown) or value!r}; "
+                                         f"stages: {', '.join(STAGES)}")
+    return names
+
+
+def _percent(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0.0 <= number <= 100.0:
+        raise argparse.ArgumentTypeError(f"{value} is not a percentage between 0 and 100")
+    return number
+
+
+def _workers(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return int(value)
+
+
+def register(commands) -> None:
+    p = commands.add_parser("mutate", help="mutation testing of the runtime under test: how strong is the gate",
+                            description=DESCRIPTION, epilog=EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--runtime", choices=("dsh", "embedded"), default="dsh", help="whose code to mutate (default dsh)")
+    p.add_argument("--files", nargs="+", metavar="GLOB", default=None,
+                   help="dsh: PACKAGE/FILE globs (e.g. dsh-compaction-basic/region.js 'dsh-token-meter/*'); "
+                        "embedded: module file globs (e.g. 'claims.py'); default: the compaction-relevant files")
+    p.add_argument("--gate", type=_stages, default=STAGES, metavar="STAGES",
+                   help=f"the gate's stages, comma-separated (of {', '.join(STAGES)}; default all)")
+    p.add_argument("--verify-profile", default="smoke", choices=("smoke", "ci"),
+                   help="verify's profile inside the gate (default smoke: the CI profile costs ~7x per mutant)")
+    p.add_argument("--concurrency", type=_workers, default=max(1, min(2, os.cpu_count() or 1)), metavar="N",
+                   help="parallel gate workers (default: min(2, cores))")
+    p.add_argument("--incremental", action="store_true",
+                   help="dsh: reuse Stryker's results for mutants whose code is unchanged since the last run "
+                        "in this --report-dir (its incremental.json)")
+    p.add_argument("--min-score", type=_percent, default=None, metavar="PERCENT",
+                   help="exit 1 when the score is below PERCENT (default: off)")
+    p.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
+                   help="how long one runtime call inside the gate may take before it is declared hung (default 10)")
+    p.add_argument("--timeout-factor", type=float, default=2.0, metavar="F",
+                   help="a mutant times out after F x its covering units' unmutated time + --timeout-ms (default 2)")
+    p.add_argument("--timeout-ms", type=int, default=10000, metavar="MS", help="see --timeout-factor (default 10000)")
+    p.add_argument("--corpus", type=Path, default=None, help="corpus directory (default: as check)")
+    p.add_argument("--report-dir", type=writable_dir, default=None, metavar="DIR",
+                   help="where the reports go (default reports/out/mutate-RUNTIME)")
+    p.add_argument("--keep-work", action="store_true", help="keep the mutated working copy (its path is printed)")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every survivor")
+    p.set_defaults(func=run_mutate)
+
+
+def run_mutate(args: argparse.Namespace) -> int:
+    from surfacecheck.corpus import CorpusError, corpus_root
+
+    from .run import run_dsh
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    report_dir = Path(args.report_dir or Path("reports") / "out" / f"mutate-{args.runtime}")
+    report_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if args.corpus is not None and not args.corpus.is_dir():
+            raise CorpusError(f"corpus directory {args.corpus} does not exist")
+        corpus = args.corpus.resolve() if args.corpus is not None else corpus_root()
+    except CorpusError as exc:
+        return _usage(args, str(exc))
+    try:
+        if args.runtime == "dsh":
+            from surfacecheck.runtime.dsh import explicit_modules, spec_problem
+
+            problem = spec_problem("dsh")
+            if problem:
+                return _usage(args, problem)
+            run = run_dsh(args.files, args.gate, report_dir, verify_profile=args.verify_profile,
+                          concurrency=args.concurrency, incremental=args.incremental, timeout=args.timeout,
+                          timeout_factor=args.timeout_factor, timeout_ms=args.timeout_ms, corpus=corpus,
+                          modules=explicit_modules("dsh"), keep_work=args.keep_work, say=say,
+                          min_score=args.min_score)
+        else:
+            from .embedded import run_embedded
+
+            run = run_embedded(args.files, args.gate, report_dir, verify_profile=args.verify_profile,
+                               concurrency=args.concurrency, timeout=args.timeout,
+                               timeout_factor=args.timeout_factor, corpus=corpus, keep_work=args.keep_work,
+                               say=say, min_score=args.min_score)
+    except ValueError as exc:
+        return _usage(args, str(exc))
+    document = run.to_json()
+    (report_dir / "mutate.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(document))
+    else:
+        sys.stdout.write(run.text(verbose=args.verbose))
+        print(f"report: {report_dir / 'mutate.json'}")
+    return run.exit_code
+
+
+def _usage(args, message: str) -> int:
+    if args.json:
+        print(json.dumps({"command": "mutate", "verdict": "error", "exit_code": 2, "error": message}))
+    print(f"surfacecheck mutate: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,151 @@
+"""The gate process a mutation tool drives: ``python -m surfacecheck.mutate.gate serve|once``.
+
+``serve`` (StrykerJS's test runner, ``runtimes/dsh/mutate/surfacecheck-runner.mjs``) answers one JSON request per
+stdin line — ``{"mutant": ID or null, "tests": [unit ids] or null, "coverage": bool, "bail": bool}`` — with one
+JSON line: the run's ``status`` (passed / failed / inconclusive), each unit run, the first failure, and with
+``coverage`` the mutant coverage the runtime processes recorded per unit. The mutant is activated the way
+Stryker's instrumented code expects, by ``__STRYKER_ACTIVE_MUTANT__`` in every runtime process the units start.
+Python and the suite are loaded once per Stryker worker, not once per mutant.
+
+``once`` runs the whole gate and exits 0 (passed), 1 (failed: a kill) or 3 (inconclusive), for tools that run
+a command per mutant (mutmut).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .units import FAILED, INCONCLUSIVE, PASSED, STAGES, Shared, Unit, gate_units
+
+ACTIVE_MUTANT = "__STRYKER_ACTIVE_MUTANT__"
+COVERAGE_DIR = "SURFACECHECK_STRYKER_COVERAGE_DIR"
+CURRENT_UNIT = "SURFACECHECK_STRYKER_TEST"
+
+
+def merge_coverage(folder: Path) -> dict:
+    """The ``{static, perTest}`` mutant coverage of every runtime process that left a dump in ``folder``."""
+    merged: dict = {"static": {}, "perTest": {}}
+    for dump in sorted(folder.glob("coverage-*.json")):
+        data = json.loads(dump.read_text(encoding="utf-8")) or {}
+        for mutant, hits in (data.get("static") or {}).items():
+            merged["static"][mutant] = merged["static"].get(mutant, 0) + hits
+        for test, counts in (data.get("perTest") or {}).items():
+            into = merged["perTest"].setdefault(test, {})
+            for mutant, hits in counts.items():
+                into[mutant] = into.get(mutant, 0) + hits
+    return merged
+
+
+def run_gate(units: list[Unit], shared_args: dict, *, mutant: str | None, tests: list[str] | None = None,
+             coverage: bool = False, bail: bool = True) -> dict:
+    """Run ``units`` (those named in ``tests``, in gate order) with ``mutant`` active; stop at the first failure
+    when ``bail``. An inconclusive unit ends the run: nothing after a dead runtime can be trusted."""
+    chosen = units if tests is None else [u for u in units if u.id in set(tests)]
+    saved = {name: os.environ.get(name) for name in (ACTIVE_MUTANT, COVERAGE_DIR, CURRENT_UNIT)}
+    folder = tempfile.mkdtemp(prefix="surfacecheck-mutant-coverage-") if coverage else None
+    if mutant is None:
+        os.environ.pop(ACTIVE_MUTANT, None)
+    else:
+        os.environ[ACTIVE_MUTANT] = str(mutant)
+    if folder:
+        os.environ[COVERAGE_DIR] = folder
+    shared = Shared(collect=coverage, **shared_args)
+    ran, status, first, message, kind = [], PASSED, None, "", ""
+    try:
+        for unit in chosen:
+            os.environ[CURRENT_UNIT] = unit.id
+            outcome = unit.run(shared)
+            ran.append({"id": unit.id, "status": outcome.status, "seconds": outcome.seconds,
+                        "message": outcome.message})
+            if outcome.status == INCONCLUSIVE:
+                status, first, message, kind = INCONCLUSIVE, unit.id, outcome.message, outcome.kind
+                break
+            if outcome.status == FAILED and status == PASSED:
+                status, first, message = FAILED, unit.id, outcome.message
+                if bail:
+                    break
+    finally:
+        shared.close()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    result = {"status": status, "tests": ran, "first": first, "message": message, "kind": kind}
+    if folder:
+        import shutil
+
+        result["coverage"] = merge_coverage(Path(folder))
+        shutil.rmtree(folder, ignore_errors=True)
+    return result
+
+
+def _exit_with_parent() -> None:
+    """The serving gate runs in its own process group (so a timeout can kill it and its runtimes at once); when
+    the Stryker worker that started it is gone, it takes its group down instead of finishing a mutant nobody reads."""
+    import signal
+    import threading
+
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os.killpg(os.getpgrp(), signal.SIGKILL)
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m surfacecheck.mutate.gate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("mode", choices=("serve", "once", "units"))
+    p.add_argument("--runtime", required=True, help="the runtime spelling the units run against")
+    p.add_argument("--gate", default=",".join(STAGES), help=f"comma-separated stages (of {', '.join(STAGES)})")
+    p.add_argument("--verify-profile", default="smoke")
+    p.add_argument("--corpus", type=Path, default=None)
+    p.add_argument("--timeout", type=float, default=10.0, help="per-call runtime timeout (s)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    stages = tuple(s for s in args.gate.split(",") if s)
+    units = gate_units(stages, args.corpus)
+    shared_args = {"spec": args.runtime, "timeout": args.timeout, "corpus": args.corpus,
+                   "verify_profile": args.verify_profile}
+    if args.mode == "units":
+        print(json.dumps([{"id": u.id, "stage": u.stage} for u in units]))
+        return 0
+    if args.mode == "once":
+        result = run_gate(units, shared_args, mutant=os.environ.get(ACTIVE_MUTANT))
+        print(json.dumps({k: v for k, v in result.items() if k != "tests"}), file=sys.stderr)
+        return {PASSED: 0, FAILED: 1, INCONCLUSIVE: 3}[result["status"]]
+    _exit_with_parent()
+    out = sys.stdout
+    sys.stdout = sys.stderr  # whatever a unit prints must not break the framing
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            result = run_gate(units, shared_args, mutant=request.get("mutant"), tests=request.get("tests"),
+                              coverage=bool(request.get("coverage")), bail=request.get("bail", True))
+        except Exception as exc:  # noqa: BLE001 - the gate itself broke: an error, never a kill
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            result = {"status": "error", "tests": [], "first": None, "message": f"{type(exc).__name__}: {exc}",
+                      "kind": "gate"}
+        out.write(json.dumps(result) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""The gate a mutant must get past, as named units (a mutation tool's "tests").
+
+A unit is one check ``surfacecheck check`` runs anyway, small enough to be told apart in coverage: the protocol
+conformance sample (``protocol``), one log appended event by event next to the model (``log:SOURCE/NAME``, the
+runtime stage's corpus equivalence), one registered finding's witness replayed in lockstep (``witness:ID``, the
+findings stage: dsh must still do what the registry says it does), the Hypothesis lockstep machines at a fixed
+seed (``verify``). Units run cheapest first and the gate stops at the first failure (a kill needs one).
+
+Each outcome is ``passed``, ``failed`` (the runtime did something the model or the registry does not: the mutant
+is killed) or ``inconclusive`` (the runtime hung, died or broke the protocol: not a kill, reported apart).
+"""
+from __future__ import annotations
+
+import io
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+STAGES = ("runtime", "findings", "verify")
+"""The stages a gate may be built from (``--gate``): the ones a runtime team's CI runs against its runtime."""
+PASSED, FAILED, INCONCLUSIVE = "passed", "failed", "inconclusive"
+SEED = 20261130  # verify's seed inside the gate: fixed, so per-unit coverage is sound (same run every time)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One gate unit: ``id`` (what the mutation tool's report names), the stage it comes from, how to run it."""
+
+    id: str
+    stage: str
+    run: Callable[["Shared"], "Outcome"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str
+    message: str = ""
+    kind: str = ""  # for inconclusive: the RuntimeUnavailable kind (timeout, exited, protocol, unsupported)
+    seconds: float = 0.0
+
+
+class Shared:
+    """What units of one gate run share: the runtime spelling, the per-call timeout, and one runtime process for
+    all log units (a process per log would cost its start-up 179 times). ``name_unit`` tells that process which
+    unit is running (mutation coverage per unit); it is a no-op unless coverage is collected."""
+
+    def __init__(self, spec: str, timeout: float, corpus: Path | None, verify_profile: str, collect: bool):
+        self.spec, self.timeout, self.corpus, self.verify_profile, self.collect = (
+            spec, timeout, corpus, verify_profile, collect)
+        self._logs_runtime = None
+
+    def logs_runtime(self):
+        from surfacecheck.runtime.select import open_runtime
+
+        if self._logs_runtime is None:
+            self._logs_runtime = open_runtime(self.spec, timeout=self.timeout)
+        return self._logs_runtime
+
+    def name_unit(self, unit_id: str) -> None:
+        if self.collect and self.spec.startswith("dsh"):
+            self.logs_runtime().call("stryker_test", {"test": unit_id})
+
+    def close(self) -> None:
+        if self._logs_runtime is not None:
+            try:
+                self._logs_runtime.close()
+            finally:
+                self._logs_runtime = None
+
+
+def _guarded(body: Callable[[], Outcome]) -> Outcome:
+    from surfacecheck.runtime.api import RuntimeUnavailable
+
+    started = time.perf_counter()
+    try:
+        outcome = body()
+    except RuntimeUnavailable as exc:
+        outcome = Outcome(INCONCLUSIVE, f"{exc.kind}: {str(exc).splitlines()[0] if str(exc) else exc.kind}", exc.kind)
+    return Outcome(outcome.status, outcome.message, outcome.kind, round(time.perf_counter() - started, 3))
+
+
+def _protocol(shared: Shared) -> Outcome:
+    from surfacecheck.runtime.stage import conformance
+
+    def body():
+        run = conformance(shared.spec, timeout=shared.timeout)
+        if run["divergences"]:
+            d = run["divergences"][0]
+            return Outcome(FAILED, f"protocol step {d['step']} {d['op']}: expected {str(d['expected'])[:300]}, "
+                                   f"observed {str(d['observed'])[:300]}")
+        if run["schema_problems"]:
+            return Outcome(FAILED, f"protocol: {run['schema_problems'][0]}")
+        return Outcome(PASSED)
+    return _guarded(body)
+
+
+def _log(source: str, path: Path) -> Callable[[Shared], Outcome]:
+    def run(shared: Shared) -> Outcome:
+        from surfacecheck.runtime.embedded.stage import compare_log
+        from surfacecheck.runtime.stage import _tools_template_divergence
+
+        def body():
+            runtime = shared.logs_runtime()
+            shared.name_unit(f"log:{source}/{path.name}")
+
+            def fresh():
+                runtime.call("reset", {})
+                return runtime
+            try:
+                divergence = compare_log(path, fresh)
+            except Exception as exc:  # noqa: BLE001 - a shape the runtime chokes on (the runtime stage's rule)
+                from surfacecheck.runtime.api import RuntimeUnavailable
+                if isinstance(exc, RuntimeUnavailable):
+                    raise
+                divergence = None if type(exc).__name__ == "LogFormatError" else {"op": "crash", "error": repr(exc)}
+            if divergence is None or _tools_template_divergence({"source": source, "log": path.name, **divergence},
+                                                                 shared.corpus):
+                return Outcome(PASSED)
+            return Outcome(FAILED, f"{source}/{path.name} seq {divergence.get('seq')} {divergence['op']}: expected "
+                                   f"{str(divergence.get('expected'))[:300]}, observed "
+                                   f"{str(divergence.get('observed', divergence.get('error')))[:300]}")
+        return _guarded(body)
+    return run
+
+
+def _witness(finding) -> Callable[[Shared], Outcome]:
+    def run(shared: Shared) -> Outcome:
+        from surfacecheck.findings.run import reproduces
+        from surfacecheck.trace import read_trace
+
+        def body():
+            trace = read_trace(finding.trace_path)
+            if reproduces(trace, shared.spec, shared.timeout):
+                return Outcome(PASSED)
+            return Outcome(FAILED, f"witness {finding.id} ({finding.promise}) no longer reproduces on {shared.spec}: "
+                                   f"the runtime diverges from the model or keeps the promise dsh breaks")
+        return _guarded(body)
+    return run
+
+
+def _verify(shared: Shared) -> Outcome:
+    from surfacecheck.verify.run import verify
+
+    def body():
+        with tempfile.TemporaryDirectory(prefix="surfacecheck-mutate-verify-") as traces:
+            report = verify(shared.spec, profile=shared.verify_profile, seed=SEED, trace_dir=Path(traces),
+                            save_regressions=False, timeout=shared.timeout, err=io.StringIO(), shrink=False)
+        if report.status == "violation":
+            failing = [r for r in report.regressions if r["verdict"].startswith("failing")]
+            if failing:
+                return Outcome(FAILED, f"verify: regression {failing[0]['trace'].rsplit('/', 1)[-1]}: "
+                                       f"{failing[0]['detail']}")
+            v = next(lv.violation for lv in report.levels if lv.violation is not None)
+            return Outcome(FAILED, f"verify: {v.property} at step {v.step}: {v.message}"[:600])
+        if report.status != "ok":
+            detail = report.unavailable or next((lv.unavailable or lv.incomplete for lv in report.levels
+                                                 if lv.unavailable or lv.incomplete), "inconclusive")
+            kind = "timeout" if "timeout" in str(detail) else "exited"
+            return Outcome(INCONCLUSIVE, f"verify: {detail}"[:600], kind)
+        return Outcome(PASSED)
+    return _guarded(body)
+
+
+def gate_units(stages: tuple[str, ...], corpus: Path | None) -> list[Unit]:
+    """The units of a gate of ``stages``, in the order they run: cheapest and most telling first."""
+    units: list[Unit] = []
+    if "runtime" in stages:
+        from surfacecheck.runtime.embedded.stage import log_paths
+
+        units.append(Unit("protocol", "runtime", _protocol))
+        units += [Unit(f"log:{source}/{path.name}", "runtime", _log(source, path))
+                  for source, path in log_paths(corpus)]
+    if "findings" in stages:
+        from surfacecheck.findings import registry
+
+        units += [Unit(f"witness:{f.id}", "findings", _witness(f)) for f in registry.load()]
+    if "verify" in stages:
+        units.append(Unit("verify", "verify", _verify))
+    return units
