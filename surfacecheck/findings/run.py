@@ -158,16 +158,22 @@ def check_witnesses(report: FindingsReport, findings: list[registry.Finding], ti
         report.known.append(entry)
 
 
-def reproduces(trace, runtime_spec: str, timeout: float = 10.0) -> bool | None:
+def reproduces(trace, runtime_spec: str, timeout: float = 10.0, runtime=None) -> bool | None:
     """Does ``runtime_spec`` do what dsh does on the witness: no divergence from the model before or at
-    the step, and the promise broken there? ``None`` when the runtime lacks the witness's level."""
+    the step, and the promise broken there? ``None`` when the runtime lacks the witness's level. ``runtime``: an
+    open runtime of that spelling to use (reset first, left open) instead of starting one."""
     from properties.monitors import lookup
     from surfacecheck.runtime.select import open_runtime
     from surfacecheck.verify.lockstep import Lockstep
     from surfacecheck.verify.replay import ensure_variants
 
     ensure_variants()
-    runtime, reference = open_runtime(runtime_spec, timeout=timeout), open_runtime("model")
+    owned = runtime is None
+    if owned:
+        runtime = open_runtime(runtime_spec, timeout=timeout)
+    else:
+        runtime.call("reset", {})
+    reference = open_runtime("model")
     try:
         if trace.level not in runtime.hello().get("levels", []):
             return None
@@ -178,7 +184,8 @@ def reproduces(trace, runtime_spec: str, timeout: float = 10.0) -> bool | None:
                 return violation.property == trace.property
         return False
     finally:
-        runtime.close()
+        if owned:
+            runtime.close()
         reference.close()
 
 

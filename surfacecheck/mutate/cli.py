@@ -106,7 +106,7 @@ def run_mutate(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    report_dir = Path(args.report_dir or Path("reports") / "out" / f"mutate-{args.runtime}")
+    report_dir = Path(args.report_dir or Path("reports") / "out" / f"mutate-{args.runtime}").resolve()
     report_dir.mkdir(parents=True, exist_ok=True)
     try:
         if args.corpus is not None and not args.corpus.is_dir():

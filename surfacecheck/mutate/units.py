@@ -43,31 +43,32 @@ class Outcome:
 
 class Shared:
     """What units of one gate run share: the runtime spelling, the per-call timeout, and one runtime process for
-    all log units (a process per log would cost its start-up 179 times). ``name_unit`` tells that process which
-    unit is running (mutation coverage per unit); it is a no-op unless coverage is collected."""
+    the protocol, log and witness units, reset between them (a process per unit would cost its start-up ~200
+    times per mutant). ``name_unit`` tells that process which unit is running (mutation coverage per unit); it is
+    a no-op unless coverage is collected."""
 
     def __init__(self, spec: str, timeout: float, corpus: Path | None, verify_profile: str, collect: bool):
         self.spec, self.timeout, self.corpus, self.verify_profile, self.collect = (
             spec, timeout, corpus, verify_profile, collect)
-        self._logs_runtime = None
+        self._runtime = None
 
-    def logs_runtime(self):
+    def runtime(self):
         from surfacecheck.runtime.select import open_runtime
 
-        if self._logs_runtime is None:
-            self._logs_runtime = open_runtime(self.spec, timeout=self.timeout)
-        return self._logs_runtime
+        if self._runtime is None:
+            self._runtime = open_runtime(self.spec, timeout=self.timeout)
+        return self._runtime
 
     def name_unit(self, unit_id: str) -> None:
         if self.collect and self.spec.startswith("dsh"):
-            self.logs_runtime().call("stryker_test", {"test": unit_id})
+            self.runtime().call("stryker_test", {"test": unit_id})
 
     def close(self) -> None:
-        if self._logs_runtime is not None:
+        if self._runtime is not None:
             try:
-                self._logs_runtime.close()
+                self._runtime.close()
             finally:
-                self._logs_runtime = None
+                self._runtime = None
 
 
 def _guarded(body: Callable[[], Outcome]) -> Outcome:
@@ -85,7 +86,9 @@ def _protocol(shared: Shared) -> Outcome:
     from surfacecheck.runtime.stage import conformance
 
     def body():
-        run = conformance(shared.spec, timeout=shared.timeout)
+        runtime = shared.runtime()
+        shared.name_unit("protocol")
+        run = conformance(shared.spec, timeout=shared.timeout, runtime=runtime)
         if run["divergences"]:
             d = run["divergences"][0]
             return Outcome(FAILED, f"protocol step {d['step']} {d['op']}: expected {str(d['expected'])[:300]}, "
@@ -102,7 +105,7 @@ def _log(source: str, path: Path) -> Callable[[Shared], Outcome]:
         from surfacecheck.runtime.stage import _tools_template_divergence
 
         def body():
-            runtime = shared.logs_runtime()
+            runtime = shared.runtime()
             shared.name_unit(f"log:{source}/{path.name}")
 
             def fresh():
@@ -132,7 +135,9 @@ def _witness(finding) -> Callable[[Shared], Outcome]:
 
         def body():
             trace = read_trace(finding.trace_path)
-            if reproduces(trace, shared.spec, shared.timeout):
+            runtime = shared.runtime()
+            shared.name_unit(f"witness:{finding.id}")
+            if reproduces(trace, shared.spec, shared.timeout, runtime=runtime):
                 return Outcome(PASSED)
             return Outcome(FAILED, f"witness {finding.id} ({finding.promise}) no longer reproduces on {shared.spec}: "
                                    f"the runtime diverges from the model or keeps the promise dsh breaks")
@@ -170,8 +175,8 @@ def gate_units(stages: tuple[str, ...], corpus: Path | None) -> list[Unit]:
         from surfacecheck.runtime.embedded.stage import log_paths
 
         units.append(Unit("protocol", "runtime", _protocol))
-        units += [Unit(f"log:{source}/{path.name}", "runtime", _log(source, path))
-                  for source, path in log_paths(corpus)]
+        logs = sorted(log_paths(corpus), key=lambda sp: (sp[1].stat().st_size, sp[0], sp[1].name))  # short first
+        units += [Unit(f"log:{source}/{path.name}", "runtime", _log(source, path)) for source, path in logs]
     if "findings" in stages:
         from surfacecheck.findings import registry
 

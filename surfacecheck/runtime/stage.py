@@ -34,11 +34,16 @@ def _answer(runtime: Any, op: str, args: dict) -> Any:
         return {"protocol_error": exc.to_json()}
 
 
-def conformance(spec: str, *, timeout: float = 10.0) -> dict[str, Any]:
-    """Run the sample against ``spec`` and the model; divergences and schema problems, in order."""
+def conformance(spec: str, *, timeout: float = 10.0, runtime: Any = None) -> dict[str, Any]:
+    """Run the sample against ``spec`` and the model; divergences and schema problems, in order. ``runtime``: an
+    open runtime of that spelling to use (reset first, left open) instead of starting one."""
     validators = {name: jsonschema.Draft202012Validator(doc) for name, doc in documents().items()}
     started = time.perf_counter()
-    runtime = open_runtime(spec, timeout=timeout)
+    owned = runtime is None
+    if owned:
+        runtime = open_runtime(spec, timeout=timeout)
+    else:
+        runtime.call("reset", {})
     try:
         hello = runtime.hello()
         problems = [f"hello: {e.message}" for e in validators["hello.result.json"].iter_errors(hello)]
@@ -55,7 +60,8 @@ def conformance(spec: str, *, timeout: float = 10.0) -> dict[str, Any]:
             if observed != expected:
                 divergences.append({"step": number, "op": op, "args": args, "expected": expected, "observed": observed})
     finally:
-        runtime.close()
+        if owned:
+            runtime.close()
     return {"runtime": spec, "levels": levels, "requests": len(requests), "divergences": divergences,
             "schema_problems": problems, "seconds": round(time.perf_counter() - started, 3)}
 
