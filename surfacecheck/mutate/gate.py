@@ -115,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    os.environ["SURFACECHECK_MUTATE"] = "1"  # the dsh adapter's mutation hooks (runtimes/dsh/adapter/stryker.mjs)
     stages = tuple(s for s in args.gate.split(",") if s)
     units = gate_units(stages, args.corpus)
     shared_args = {"spec": args.runtime, "timeout": args.timeout, "corpus": args.corpus,

@@ -84,10 +84,13 @@ def score(report: dict, locate: Callable[[str, int], Place | None], *, times: di
                 for unit in mutant.get("killedBy") or []:
                     killers[unit.split(":", 1)[0]] = killers.get(unit.split(":", 1)[0], 0) + 1
             if status in (SURVIVED, NO_COVERAGE):
-                before, after = mutated_line(source, mutant)
-                sig = signature(place, mutant, before)
+                if "diff" in mutant:  # a tool that reports its own diff (mutmut)
+                    diff, sig = mutant["diff"], f"{place.file}|{mutant['id']}"
+                else:
+                    before, after = mutated_line(source, mutant)
+                    diff, sig = f"- {before}\n+ {after}", signature(place, mutant, before)
                 survivors.append({"id": mutant["id"], "file": place.file, "line": line, "sections": list(place.sections),
-                                  "status": label, "mutator": mutant.get("mutatorName"), "diff": f"- {before}\n+ {after}",
+                                  "status": label, "mutator": mutant.get("mutatorName"), "diff": diff,
                                   "covered_by": len(mutant.get("coveredBy") or []),
                                   **({"equivalent": equivalent[sig]} if sig in equivalent else {})})
     for bucket in list(per_file.values()) + list(per_section.values()):

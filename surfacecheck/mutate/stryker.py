@@ -76,7 +76,7 @@ def config(work: Path, files: list[SourceFile], out: Path, *, concurrency: int, 
 
 
 def run_stryker(work: Path, files: list[SourceFile], out: Path, gate_args: list[str], *, concurrency: int,
-                incremental: bool, timeout_ms: int, timeout_factor: float, say, deadline: float | None = None) -> dict:
+                incremental: bool, timeout_ms: int, timeout_factor: float, say, deadline: float | None = None, dry_run_only: bool = False) -> dict:
     """Run Stryker; its JSON report (mutation-testing-report-schema) and how the run went. Raises RuntimeError
     with Stryker's last lines when it fails (e.g. the dry run of the unmutated gate failed)."""
     cli = stryker_cli(say)
@@ -88,12 +88,13 @@ def run_stryker(work: Path, files: list[SourceFile], out: Path, gate_args: list[
     env = dict(os.environ)
     env["SURFACECHECK_MUTATE_GATE"] = json.dumps({
         "python": sys.executable, "args": gate_args, "cwd": str(ROOT), "log": str(out / "gate.log"),
-        "times": str(out / "times.jsonl"), "baseline": str(out / "baseline.json")})
+        "times": str(out / "times.jsonl"), "baseline": str(out / "baseline.json"),
+        "coverage": str(out / "coverage.json")})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     started = time.perf_counter()
     tail: list[str] = []
     with log.open("w", encoding="utf-8") as sink:
-        proc = subprocess.Popen([node_binary() or "node", str(cli), "run", "stryker.config.json"], cwd=work, env=env,
+        proc = subprocess.Popen([node_binary() or "node", str(cli), "run", "stryker.config.json"] + (["--dryRunOnly"] if dry_run_only else []), cwd=work, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
                                 start_new_session=True)
         try:
@@ -111,6 +112,8 @@ def run_stryker(work: Path, files: list[SourceFile], out: Path, gate_args: list[
             raise
     seconds = time.perf_counter() - started
     report = out / "mutation.json"
+    if dry_run_only and proc.returncode == 0:
+        return {"report": None, "seconds": round(seconds, 1), "log": str(log), "config": settings}
     if proc.returncode != 0 or not report.is_file():
         raise RuntimeError(f"Stryker exited {proc.returncode} (log {log}):\n" + "\n".join(tail[-15:]))
     return {"report": json.loads(report.read_text(encoding="utf-8")), "seconds": round(seconds, 1),

@@ -12,6 +12,7 @@ is killed) or ``inconclusive`` (the runtime hung, died or broke the protocol: no
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -59,6 +60,11 @@ class Shared:
             self._runtime = open_runtime(self.spec, timeout=self.timeout)
         return self._runtime
 
+    @property
+    def batched(self) -> bool:
+        """A dsh adapter serving mutation testing answers ``replay`` (many requests, one round trip)."""
+        return self.spec.startswith("dsh") and bool(os.environ.get("SURFACECHECK_MUTATE"))
+
     def name_unit(self, unit_id: str) -> None:
         if self.collect and self.spec.startswith("dsh"):
             self.runtime().call("stryker_test", {"test": unit_id})
@@ -99,8 +105,73 @@ def _protocol(shared: Shared) -> Outcome:
     return _guarded(body)
 
 
+@dataclass(frozen=True)
+class Transcript:
+    """A log's requests in the order the runtime stage's comparison makes them (``compare_log``: each append, the
+    state after every replacement or refusal, the state at the end) with the model's answers, computed once per
+    gate process: the model's answers do not depend on the runtime under test."""
+
+    calls: tuple[tuple[str, dict], ...]
+    expected: tuple[tuple[object, str, object], ...]  # (seq or "end", op, the model's answer)
+
+
+_TRANSCRIPTS: dict[Path, Transcript] = {}
+
+
+def transcript(path: Path) -> Transcript:
+    from model.event import ABSENT
+    from model.jsonl import read_log
+    from surfacecheck.runtime.embedded.stage import STATE_OPS, _answer
+    from surfacecheck.runtime.model_runtime import ModelRuntime
+
+    if path not in _TRANSCRIPTS:
+        model, calls, expected = ModelRuntime(), [], []
+        for event in read_log(path).events:
+            wire = {k: v for k, v in event.to_json().items() if v is not ABSENT and k not in ("seq", "ignorable")}
+            answer = _answer(model, "append", {"event": wire})
+            calls.append(("append", {"event": wire}))
+            expected.append((event.seq, "append", answer))
+            if isinstance(event.surface_op, dict) or "error" in answer:
+                for op in STATE_OPS:
+                    calls.append((op, {}))
+                    expected.append((event.seq, op, _answer(model, op, {})))
+        for op in STATE_OPS:
+            calls.append((op, {}))
+            expected.append(("end", op, _answer(model, op, {})))
+        _TRANSCRIPTS[path] = Transcript(tuple(calls), tuple(expected))
+    return _TRANSCRIPTS[path]
+
+
+def _shown(result):
+    """The runtime stage's reading of an answer: a ``message-shape`` refusal is compared by its rule alone."""
+    error = result.get("error") if isinstance(result, dict) else None
+    if isinstance(error, dict) and error.get("rule") == "message-shape":
+        return {**result, "error": {"rule": "message-shape"}}
+    return result
+
+
+def replay_divergence(path: Path, runtime) -> dict | None:
+    """``compare_log``'s verdict (its first divergence, or None) with every request of the log sent in one
+    ``replay`` round trip to a dsh adapter serving mutation testing; the same requests, order and comparisons."""
+    script = transcript(path)
+    runtime.call("reset", {})
+    answers = runtime.call("replay", {"calls": [list(call) for call in script.calls]})["answers"]
+    for index, (seq, op, expected) in enumerate(script.expected):
+        if index >= len(answers):
+            return {"seq": seq, "op": op, "expected": expected, "observed": "(no answer: the replay stopped)"}
+        answer = answers[index]
+        if "error" in answer:  # what a per-request client raises as ProtocolError: the runtime stage's crash
+            return {"seq": seq, "op": "crash", "error": f"ProtocolError({answer['error']['type']!r}, "
+                                                        f"{answer['error']['message']!r})"}
+        observed = _shown(answer["result"])
+        if observed != expected:
+            return {"seq": seq, "op": op, "expected": expected, "observed": observed}
+    return None
+
+
 def _log(source: str, path: Path) -> Callable[[Shared], Outcome]:
     def run(shared: Shared) -> Outcome:
+        from surfacecheck.runtime.api import RuntimeUnavailable
         from surfacecheck.runtime.embedded.stage import compare_log
         from surfacecheck.runtime.stage import _tools_template_divergence
 
@@ -112,14 +183,13 @@ def _log(source: str, path: Path) -> Callable[[Shared], Outcome]:
                 runtime.call("reset", {})
                 return runtime
             try:
-                divergence = compare_log(path, fresh)
+                divergence = (replay_divergence(path, runtime) if shared.batched else compare_log(path, fresh))
+            except RuntimeUnavailable:
+                raise
             except Exception as exc:  # noqa: BLE001 - a shape the runtime chokes on (the runtime stage's rule)
-                from surfacecheck.runtime.api import RuntimeUnavailable
-                if isinstance(exc, RuntimeUnavailable):
-                    raise
                 divergence = None if type(exc).__name__ == "LogFormatError" else {"op": "crash", "error": repr(exc)}
             if divergence is None or _tools_template_divergence({"source": source, "log": path.name, **divergence},
-                                                                 shared.corpus):
+                                                                shared.corpus):
                 return Outcome(PASSED)
             return Outcome(FAILED, f"{source}/{path.name} seq {divergence.get('seq')} {divergence['op']}: expected "
                                    f"{str(divergence.get('expected'))[:300]}, observed "
@@ -169,18 +239,20 @@ def _verify(shared: Shared) -> Outcome:
 
 
 def gate_units(stages: tuple[str, ...], corpus: Path | None) -> list[Unit]:
-    """The units of a gate of ``stages``, in the order they run: cheapest and most telling first."""
+    """The units of a gate of ``stages``, in the fixed order they run (cheapest first, so a kill comes early and
+    the order, hence which unit kills, never depends on timing): the registry's witnesses (a few steps each), the
+    protocol sample, the logs from shortest to longest, verify."""
     units: list[Unit] = []
-    if "runtime" in stages:
-        from surfacecheck.runtime.embedded.stage import log_paths
-
-        units.append(Unit("protocol", "runtime", _protocol))
-        logs = sorted(log_paths(corpus), key=lambda sp: (sp[1].stat().st_size, sp[0], sp[1].name))  # short first
-        units += [Unit(f"log:{source}/{path.name}", "runtime", _log(source, path)) for source, path in logs]
     if "findings" in stages:
         from surfacecheck.findings import registry
 
         units += [Unit(f"witness:{f.id}", "findings", _witness(f)) for f in registry.load()]
+    if "runtime" in stages:
+        from surfacecheck.runtime.embedded.stage import log_paths
+
+        units.append(Unit("protocol", "runtime", _protocol))
+        logs = sorted(log_paths(corpus), key=lambda sp: (sp[1].stat().st_size, sp[0], sp[1].name))
+        units += [Unit(f"log:{source}/{path.name}", "runtime", _log(source, path)) for source, path in logs]
     if "verify" in stages:
         units.append(Unit("verify", "verify", _verify))
     return units

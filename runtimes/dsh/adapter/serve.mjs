@@ -8,7 +8,7 @@ import { install as installClock } from './clock.mjs';
 import { World } from './world.mjs';
 import { ProtocolError } from './refusal.mjs';
 import { logOps } from './log.mjs';
-import { installStryker } from './stryker.mjs';
+import { strykerHooks } from './stryker.mjs';
 
 const PROTOCOL = 'surfacecheck-runtime/1';
 const OPS_BY_LEVEL = {
@@ -37,8 +37,10 @@ async function main() {
     process.exit(4);
   }
   // dsh's contained-listener warnings go to cordis's logger; keep stdout for responses only.
+  const stryker = strykerHooks(); // surfacecheck mutate only (stryker.mjs)
   const world = new World(dsh);
   await world.open();
+  stryker?.started();
   const handlers = { ...logOps(world) };
   const levels = ['log'];
   for (const [level, path] of [['compaction', './compaction.mjs'], ['policy', './policy.mjs']]) {
@@ -49,8 +51,7 @@ async function main() {
   }
   const bench = await optional('./bench.mjs', world);
   if (bench) Object.assign(handlers, bench);
-  const stryker = installStryker(); // surfacecheck mutate only (stryker.mjs)
-  if (stryker) Object.assign(handlers, stryker);
+  if (stryker) Object.assign(handlers, stryker.ops(handlers));
 
   const allOps = new Set(Object.values(OPS_BY_LEVEL).flat());
   async function handle(request) {

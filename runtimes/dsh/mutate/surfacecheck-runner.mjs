@@ -69,6 +69,7 @@ class SurfacecheckTestRunner {
   async dryRun({ coverageAnalysis, timeout }) {
     const reply = await this.gate.run({ mutant: null, coverage: coverageAnalysis !== 'off', bail: false }, 0);
     writeFileSync(GATE.baseline, JSON.stringify({ ...reply, coverage: undefined }));
+    if (reply.coverage) writeFileSync(GATE.coverage, JSON.stringify(reply.coverage));
     if (reply.status === 'error' || reply.status === 'inconclusive') {
       return { status: 'error', errorMessage: `the unmutated gate was ${reply.status}: ${reply.message}` };
     }
@@ -86,7 +87,7 @@ class SurfacecheckTestRunner {
     const started = Date.now();
     const result = await this.judge(options);
     // Time per mutant for surfacecheck's report (one short line per append: atomic with O_APPEND).
-    appendFileSync(GATE.times, JSON.stringify({ id: options.activeMutant.id, ms: Date.now() - started, status: result.status }) + '\n');
+    appendFileSync(GATE.times, JSON.stringify({ id: options.activeMutant.id, ms: Date.now() - started, status: result.status, by: result.killedBy?.[0] }) + '\n');
     return result;
   }
 
