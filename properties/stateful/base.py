@@ -55,6 +55,7 @@ class RunContext:
     memory: Any = None  # a surfacecheck.memory.MemoryLimit (or None), looked at every MEMORY_EVERY steps
     operations: dict = field(default_factory=dict)  # transition coverage: "op" / "append <event type>" -> steps
     extra: dict = field(default_factory=dict)
+    record: list | None = None  # when a list: every example's steps, appended as the example ends (mutate's gate)
 
     @property
     def oracle(self) -> Runtime:
@@ -85,6 +86,10 @@ class LockstepMachine(RuleBasedStateMachine):
 
     def setup(self) -> None:
         self.do("reset", {}, "a new empty session")
+
+    def teardown(self) -> None:
+        if self.context.record is not None:
+            self.context.record.append(list(self.lockstep.steps))
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1

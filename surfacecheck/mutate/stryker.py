@@ -128,3 +128,14 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def main() -> int:
+    """``python -m surfacecheck.mutate.stryker``: install the pinned StrykerJS into the cache (CI's setup step)."""
+    from surfacecheck.runtime.dsh import run_main
+
+    return run_main(lambda: stryker_cli())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

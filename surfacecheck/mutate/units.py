@@ -22,7 +22,7 @@ from typing import Callable
 STAGES = ("runtime", "findings", "verify")
 """The stages a gate may be built from (``--gate``): the ones a runtime team's CI runs against its runtime."""
 PASSED, FAILED, INCONCLUSIVE = "passed", "failed", "inconclusive"
-SEED = 20261130  # verify's seed inside the gate: fixed, so per-unit coverage is sound (same run every time)
+SEED = 20261130  # verify's seed inside the gate (the ci profile's): fixed, so the examples are the same every time
 
 
 @dataclass(frozen=True)
@@ -215,25 +215,67 @@ def _witness(finding) -> Callable[[Shared], Outcome]:
     return run
 
 
+_RECORDED: dict[str, dict[str, list]] = {}
+
+
+def recorded_examples(profile: str) -> dict[str, list]:
+    """Every example verify's machines run at ``profile`` and the gate's fixed seed, per level, as steps.
+
+    The machines build each next step from the oracle — the model, whenever a model is in lockstep — so with a
+    fixed seed Hypothesis generates the same examples against any runtime until the first divergence, and a
+    divergence is all a kill needs. The examples are therefore generated once per gate process, on the model, and
+    replayed in lockstep on each mutant: the same steps and comparisons as verify, without Hypothesis's per-step
+    cost (``tests/test_mutate_units.py`` checks the recording equals a verify run on dsh, step for step)."""
+    from surfacecheck.runtime.api import LEVELS
+    from surfacecheck.runtime.select import open_runtime
+    from surfacecheck.verify.runner import run_level
+    from surfacecheck.verify.replay import ensure_variants
+
+    if profile not in _RECORDED:
+        ensure_variants()
+        levels = {}
+        for level in LEVELS:
+            model, steps = open_runtime("model"), []
+            try:
+                result = run_level(model, None, level, profile, SEED, shrink=False, record=steps)
+            finally:
+                model.close()
+            if result.status != "ok":
+                raise RuntimeError(f"verify's {level} machine does not pass on the model: {result.to_json()}")
+            levels[level] = steps
+        _RECORDED[profile] = levels
+    return _RECORDED[profile]
+
+
 def _verify(shared: Shared) -> Outcome:
-    from surfacecheck.verify.run import verify
+    from properties.monitors import lookup
+    from surfacecheck.runtime.select import open_runtime
+    from surfacecheck.verify.lockstep import Lockstep
+    from surfacecheck.verify.run import REGRESSIONS, replay_regressions
+    from surfacecheck.verify.runner import monitors_for
 
     def body():
-        with tempfile.TemporaryDirectory(prefix="surfacecheck-mutate-verify-") as traces:
-            report = verify(shared.spec, profile=shared.verify_profile, seed=SEED, trace_dir=Path(traces),
-                            save_regressions=False, timeout=shared.timeout, err=io.StringIO(), shrink=False)
-        if report.status == "violation":
-            failing = [r for r in report.regressions if r["verdict"].startswith("failing")]
-            if failing:
-                return Outcome(FAILED, f"verify: regression {failing[0]['trace'].rsplit('/', 1)[-1]}: "
-                                       f"{failing[0]['detail']}")
-            v = next(lv.violation for lv in report.levels if lv.violation is not None)
-            return Outcome(FAILED, f"verify: {v.property} at step {v.step}: {v.message}"[:600])
-        if report.status != "ok":
-            detail = report.unavailable or next((lv.unavailable or lv.incomplete for lv in report.levels
-                                                 if lv.unavailable or lv.incomplete), "inconclusive")
-            kind = "timeout" if "timeout" in str(detail) else "exited"
-            return Outcome(INCONCLUSIVE, f"verify: {detail}"[:600], kind)
+        examples = recorded_examples(shared.verify_profile)
+        runtime = shared.runtime()
+        shared.name_unit("verify")
+        levels = [lvl for lvl in examples if lvl in runtime.hello().get("levels", [])]
+        for entry in replay_regressions(REGRESSIONS, shared.spec, levels, shared.timeout, runtime=runtime):
+            if entry["verdict"].startswith("failing"):
+                return Outcome(FAILED, f"verify: regression {entry['trace'].rsplit('/', 1)[-1]}: {entry['detail']}")
+            if entry["verdict"] == "inconclusive":
+                return Outcome(INCONCLUSIVE, f"verify: regression {entry['trace']}: {entry['detail']}", "exited")
+        reference = open_runtime("model")
+        try:
+            for level in levels:
+                for number, steps in enumerate(examples[level], 1):
+                    lockstep = Lockstep(runtime, reference, monitors=[lookup(n).factory() for n in monitors_for(level)])
+                    for step in steps:
+                        _result, violation = lockstep.run(step)
+                        if violation is not None:
+                            return Outcome(FAILED, f"verify {level} example {number} step {len(lockstep.steps)} "
+                                                   f"{step.op}: {violation.property}: {violation.message}"[:600])
+        finally:
+            reference.close()
         return Outcome(PASSED)
     return _guarded(body)
 

@@ -85,10 +85,12 @@ def open_reference(spec: str) -> Runtime | None:
 
 
 def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: str, seed: int,
-              shrink: bool = True, max_memory: int | None = None) -> LevelResult:
+              shrink: bool = True, max_memory: int | None = None, record: list | None = None) -> LevelResult:
     """Run ``level``'s machine under ``profile`` with ``seed``; never raises for a runtime failure. With
-    ``max_memory`` (bytes) the run stops, incomplete, before an example starts above it."""
-    context = RunContext(runtime, reference, monitors_for(level), memory=MemoryLimit(max_memory) if max_memory else None)
+    ``max_memory`` (bytes) the run stops, incomplete, before an example starts above it; ``record`` (a list)
+    receives every example's steps."""
+    context = RunContext(runtime, reference, monitors_for(level), memory=MemoryLimit(max_memory) if max_memory else None,
+                         record=record)
     context.progress = tqdm(total=max_examples(profile, level), desc=f"verify {level}", unit="example",
                             file=sys.stderr, disable=None, leave=False)
     machine = hypothesis_seed(seed)(bind(MACHINES[level], context))

@@ -1,0 +1,100 @@
+"""``surfacecheck mutate`` end to end on small files (issue 16): StrykerJS over dsh, mutmut over embedded.
+
+Each run is real: the tool generates the mutants and the gate judges them. Shown here: the scoring reaches the
+tool's results (a gate stage that cannot reach a file scores 0, one that drives it kills), a dsh tree whose
+unmutated gate fails voids the score (exit 3), and the working copy is the tool's, never the cache's.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from surfacecheck.runtime import dsh
+
+needs_dsh = pytest.mark.skipif(dsh.spec_problem("dsh") is not None, reason=str(dsh.spec_problem("dsh")))
+
+
+def mutate(*args: str, env: dict | None = None, timeout: float = 600) -> tuple[int, dict, str]:
+    done = subprocess.run([sys.executable, "-m", "surfacecheck", "mutate", "--json", *args], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(folder.rglob("index.js")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@needs_dsh
+def test_stryker_over_dsh_kills_with_the_runtime_gate_and_leaves_the_cache_alone(tmp_path):
+    cache = dsh.ensure_installed() / "@deepseek-ai"
+    before = digest(cache)
+    code, doc, err = mutate("--runtime", "dsh", "--files", "dsh-compaction/checkpoint.js", "--gate", "runtime",
+                            "--report-dir", str(tmp_path))
+    assert code == 0, err[-2000:]
+    assert doc["tool"].startswith("StrykerJS") and doc["files"] == ["dsh-compaction/checkpoint.js"]
+    assert doc["mutants"] > 10 and doc["killed"] > 0
+    assert doc["score"] == round(100 * doc["killed"] / (doc["killed"] + doc["survived"] + doc["no_coverage"]
+                                                          + doc["timed_out"] + doc["crashed"]), 1)
+    assert doc["baseline"]["status"] == "passed" and doc["baseline"]["units"] > 100
+    assert all(s["diff"].startswith("- ") for s in doc["survivors"])
+    assert (tmp_path / "stryker" / "mutation.html").is_file()  # Stryker's own report, beside ours
+    assert json.loads((tmp_path / "mutate.json").read_text())["score"] == doc["score"]
+    assert digest(cache) == before
+
+
+@needs_dsh
+def test_a_gate_stage_that_cannot_reach_the_file_scores_zero(tmp_path):
+    # the registry's witnesses never run the /compact command's parser (spec 11.1): nothing there is reached
+    code, doc, err = mutate("--runtime", "dsh", "--files", "dsh-command-compact/index.js", "--gate", "findings",
+                            "--report-dir", str(tmp_path))
+    assert code == 0, err[-2000:]
+    assert doc["mutants"] > 10 and doc["killed"] == 0 and doc["score"] == 0.0
+
+
+@needs_dsh
+def test_a_tree_whose_unmutated_gate_fails_voids_the_score(tmp_path):
+    tree = tmp_path / "node_modules"
+    shutil.copytree(dsh.ensure_installed(), tree, symlinks=True)
+    bundle = tree / "@deepseek-ai" / "dsh-token-meter" / "lib" / "index.js"
+    text = bundle.read_text(encoding="utf-8")
+    assert "deltaTokens: tokens - claim.tokens," in text
+    bundle.write_text(text.replace("deltaTokens: tokens - claim.tokens,", "deltaTokens: tokens,"), encoding="utf-8")
+    code, doc, _ = mutate("--runtime", "dsh", "--files", "dsh-compaction/checkpoint.js", "--gate", "runtime",
+                          "--report-dir", str(tmp_path / "out"), env={dsh.MODULES_ENV: str(tree)})
+    assert code == 3 and doc["verdict"] == "void"
+    assert "unmutated gate did not pass" in doc["void"] and "log:" in doc["void"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("--gate", "nope"), "unknown gate stage"),
+    (("--min-score", "101"), "percentage"),
+    (("--runtime", "dsh", "--files", "dsh-session/none.js"), "matches no dsh source file"),
+    (("--runtime", "embedded", "--files", "none.py"), "matches no module"),
+    (("--concurrency", "0"), "positive whole number"),
+])
+def test_usage_errors_exit_2_with_one_json_document(args, needle, tmp_path):
+    if "--runtime" in args and "dsh" in args and dsh.spec_problem("dsh"):
+        pytest.skip("no node")
+    code, doc, err = mutate(*args, "--report-dir", str(tmp_path))
+    assert code == 2 and doc["exit_code"] == 2
+    assert needle in (doc.get("error", "") + err)
+
+
+def test_mutmut_over_the_embedded_runtime(tmp_path):
+    code, doc, err = mutate("--runtime", "embedded", "--files", "usage.py", "--gate", "runtime",
+                            "--report-dir", str(tmp_path))
+    assert code == 0, err[-2000:]
+    assert doc["tool"].startswith("mutmut") and doc["files"] == ["usage.py"]
+    assert doc["mutants"] > 5 and doc["killed"] > 0
+    assert set(doc["per_file"]) == {"embedded/usage.py"}
+    assert all(s["diff"] for s in doc["survivors"] if s["status"] == "survived")
