@@ -81,7 +81,7 @@ from mutmut.mutation.diff_apply import get_diff_for_mutant
 out = {}
 for meta in sorted(Path("mutants").rglob("*.py.meta")):
     data = json.loads(meta.read_text())
-    source = meta.with_suffix("")
+    source = meta.with_suffix("").relative_to("mutants")  # the original's path: mutmut reads mutants/<path>
     rows = []
     for name, code in data["exit_code_by_key"].items():
         diff = None
@@ -89,9 +89,9 @@ for meta in sorted(Path("mutants").rglob("*.py.meta")):
             try:
                 diff = get_diff_for_mutant(name, path=source)
             except Exception as exc:
-                diff = f"(diff unavailable: {exc})"
+                diff = f"(diff unavailable: {type(exc).__name__}: {exc})"
         rows.append({"name": name, "exit": code, "seconds": data.get("durations_by_key", {}).get(name), "diff": diff})
-    out[str(source.relative_to("mutants"))] = rows
+    out[str(source)] = rows
 json.dump(out, sys.stdout)
 '''
 
@@ -111,8 +111,8 @@ def _function_lines(source: str) -> dict[str, int]:
 
 def _diff_line(diff: str | None, def_line: int) -> tuple[int, str]:
     """The file line of the first changed line of a function-level diff, and the diff's -/+ lines."""
-    if not diff:
-        return def_line, ""
+    if not diff or not diff.startswith("---"):
+        return def_line, diff or ""
     body = [line for line in diff.split("\n")[2:]]
     offset, changed, old = 0, [], None
     for line in body:

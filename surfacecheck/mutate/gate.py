@@ -86,18 +86,25 @@ def run_gate(units: list[Unit], shared_args: dict, *, mutant: str | None, tests:
 
 
 def _exit_with_parent() -> None:
-    """The serving gate runs in its own process group (so a timeout can kill it and its runtimes at once); when
-    the Stryker worker that started it is gone, it takes its group down instead of finishing a mutant nobody reads."""
+    """The serving gate's runtimes lead their own sessions. So that none outlives a mutant nobody reads: SIGTERM
+    (the Stryker runner's timeout) kills them and exits, and so does the death of the worker that started us."""
     import signal
     import threading
 
+    from surfacecheck.runtime.client import kill_all
+
+    def leave(*_args) -> None:
+        kill_all()
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, leave)
     parent = os.getppid()
 
     def watch():
         while True:
             time.sleep(1.0)
             if os.getppid() != parent:
-                os.killpg(os.getpgrp(), signal.SIGKILL)
+                leave()
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 

@@ -40,8 +40,11 @@ class Gate {
     });
   }
 
+  /** SIGTERM first: the gate kills its runtime processes (their own sessions) and exits; then its whole group. */
   kill() {
-    try { process.kill(-this.child.pid, 'SIGKILL'); } catch { /* already gone */ }
+    const group = this.child.pid;
+    try { process.kill(group, 'SIGTERM'); } catch { /* already gone */ }
+    setTimeout(() => { try { process.kill(-group, 'SIGKILL'); } catch { /* already gone */ } }, 2000).unref();
   }
 }
 
