@@ -297,6 +297,7 @@ def run_check(
     verbose: bool = False,
     strict: bool = False,
     stages: Sequence[str] | None = None,
+    requested: Sequence[str] = (),
     timeout: float = 10.0,
     coverage: bool = True,
     screenshot: bool = False,
@@ -372,7 +373,7 @@ def run_check(
     quiet = contextlib.redirect_stdout(err) if json_out else contextlib.nullcontext()
     collector = Collector(runtime, report_path / COVERAGE_DIR) if coverage else None
     ctx = CheckContext(runtime=runtime, corpus=corpus_dir, strict=strict, report_dir=report_path, err=err,
-                       timeout=timeout)
+                       timeout=timeout, requested=tuple(requested))
     stage_results = []
     with contextlib.ExitStack() as measuring:
         if collector is not None:

@@ -71,7 +71,9 @@ Then it runs every capability stage against the chosen runtime (--only/--skip se
   prove     the Z3 obligations and their negative controls (surfacecheck prove);
   explore   bounded exhaustive model checking at small bounds (surfacecheck explore);
   e2e       the seed scripts on the real dsh runtime from PyPI (surfacecheck e2e dsh);
-  bench     the per-append cost model of the pressure projection (surfacecheck bench).
+  bench     the per-append cost model of the pressure projection (surfacecheck bench);
+  mutate    opt-in (--only mutate): mutation testing of the runtime's own code, dsh or embedded, and the
+            gate's score (surfacecheck mutate; about an hour for dsh's default files on two cores).
 
 Runtimes: embedded (default: the suite's own independent runtime), model (the reference model
 behind the protocol), dsh (dsh's own npm packages behind a node adapter), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or
@@ -201,6 +203,7 @@ def _run_check(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         strict=args.strict,
         stages=stages,
+        requested=tuple(args.only or ()),
         timeout=args.timeout,
         coverage=not args.no_coverage,
         screenshot=args.screenshot,

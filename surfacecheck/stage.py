@@ -36,6 +36,7 @@ class CheckContext:
     report_dir: Path
     err: TextIO
     timeout: float = 10.0  # per-call timeout for cmd: runtimes (``check --timeout``; select.DEFAULT_TIMEOUT)
+    requested: tuple[str, ...] = ()  # the stages named with ``--only`` (opt-in stages run only when named)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from reports.junit import Outcome, TestCase
 
 from .stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult, Terminated, fold_status
 
-CAPABILITY_STAGES = ("runtime", "audit", "verify", "dsh", "findings", "prove", "explore", "e2e", "bench")
+CAPABILITY_STAGES = ("runtime", "audit", "verify", "dsh", "findings", "prove", "explore", "e2e", "bench", "mutate")
 ALL_STAGES = ("logs",) + CAPABILITY_STAGES
 _VERDICT = {OK: "held", VIOLATION: "violated", INCONCLUSIVE: "inconclusive"}
 _EXIT = {"held": 0, "violated": 1, "inconclusive": 3}

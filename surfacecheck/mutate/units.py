@@ -150,12 +150,22 @@ def _shown(result):
     return result
 
 
-def replay_divergence(path: Path, runtime) -> dict | None:
-    """``compare_log``'s verdict (its first divergence, or None) with every request of the log sent in one
-    ``replay`` round trip to a dsh adapter serving mutation testing; the same requests, order and comparisons."""
+def replay_divergence(path: Path, runtime, *, batched: bool = True) -> dict | None:
+    """``compare_log``'s verdict (its first divergence, or None) against the model's recorded answers: the same
+    requests, order and comparisons. ``batched``: every request of the log in one ``replay`` round trip (a dsh
+    adapter serving mutation testing); else one request at a time, as ``compare_log`` makes them."""
+    from surfacecheck.runtime.embedded.stage import _answer
+
     script = transcript(path)
     runtime.call("reset", {})
-    answers = runtime.call("replay", {"calls": [list(call) for call in script.calls]})["answers"]
+    if batched:
+        answers = runtime.call("replay", {"calls": [list(call) for call in script.calls]})["answers"]
+    else:
+        answers = []
+        for op, args in script.calls:
+            answers.append({"result": _answer(runtime, op, args)})  # a ProtocolError propagates: a crash
+            if _shown(answers[-1]["result"]) != script.expected[len(answers) - 1][2]:
+                break
     for index, (seq, op, expected) in enumerate(script.expected):
         if index >= len(answers):
             return {"seq": seq, "op": op, "expected": expected, "observed": "(no answer: the replay stopped)"}
@@ -172,18 +182,14 @@ def replay_divergence(path: Path, runtime) -> dict | None:
 def _log(source: str, path: Path) -> Callable[[Shared], Outcome]:
     def run(shared: Shared) -> Outcome:
         from surfacecheck.runtime.api import RuntimeUnavailable
-        from surfacecheck.runtime.embedded.stage import compare_log
         from surfacecheck.runtime.stage import _tools_template_divergence
 
         def body():
             runtime = shared.runtime()
             shared.name_unit(f"log:{source}/{path.name}")
 
-            def fresh():
-                runtime.call("reset", {})
-                return runtime
             try:
-                divergence = (replay_divergence(path, runtime) if shared.batched else compare_log(path, fresh))
+                divergence = replay_divergence(path, runtime, batched=shared.batched)
             except RuntimeUnavailable:
                 raise
             except Exception as exc:  # noqa: BLE001 - a shape the runtime chokes on (the runtime stage's rule)

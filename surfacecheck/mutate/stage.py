@@ -1,0 +1,53 @@
+"""The ``mutate`` stage of ``surfacecheck check``: opt-in (``check --only mutate``), since mutation testing of dsh's
+default files takes about an hour on two cores. Run, it is ``surfacecheck mutate`` with its defaults against the
+runtime under test (dsh or embedded); the score is reported, a void run is inconclusive."""
+from __future__ import annotations
+
+import sys
+
+from reports.junit import Outcome, TestCase
+
+from ..stage import INCONCLUSIVE, OK, SKIPPED, CheckContext, StageResult
+
+CLASSNAME = "surfacecheck.mutate"
+
+
+def stage(ctx: CheckContext) -> StageResult:
+    runtime = "dsh" if ctx.runtime == "dsh" else ctx.runtime
+    if "mutate" not in ctx.requested:
+        why = ("skipped: opt-in (about an hour for dsh's default files on two cores): surfacecheck check --only "
+               "mutate, or surfacecheck mutate")
+        return StageResult("mutate", SKIPPED, {"skipped": why}, why)
+    if runtime not in ("dsh", "embedded"):
+        why = f"skipped: mutation testing changes the runtime's own code: dsh or embedded, not {ctx.runtime}"
+        return StageResult("mutate", SKIPPED, {"skipped": why}, why)
+    from .run import run_dsh
+    from .units import STAGES
+
+    def say(message: str) -> None:
+        ctx.err.write(message + "\n")
+        ctx.err.flush()
+    out = ctx.report_dir / "mutate"
+    out.mkdir(parents=True, exist_ok=True)
+    if runtime == "dsh":
+        from surfacecheck.runtime.dsh import explicit_modules
+
+        run = run_dsh(None, STAGES, out, verify_profile="smoke", concurrency=2, incremental=False,
+                      timeout=ctx.timeout, timeout_factor=2.0, timeout_ms=10000, corpus=ctx.corpus,
+                      modules=explicit_modules("dsh"), keep_work=False, say=say, min_score=None)
+    else:
+        from .embedded import run_embedded
+
+        run = run_embedded(None, STAGES, out, verify_profile="smoke", concurrency=2, timeout=ctx.timeout,
+                           timeout_factor=2.0, corpus=ctx.corpus, keep_work=False, say=say, min_score=None)
+    document = run.to_json()
+    if run.void:
+        case = TestCase(name=f"mutate {runtime}", classname=CLASSNAME, error=Outcome(message=run.void, type="void"))
+        return StageResult("mutate", INCONCLUSIVE, document, run.text(), [case])
+    case = TestCase(name=f"mutate {runtime}", classname=CLASSNAME, time=run.minutes * 60,
+                    properties={"score": str(run.figures.get("score")), "mutants": str(run.figures.get("mutants"))})
+    return StageResult("mutate", OK, document, run.text(), [case])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("run through surfacecheck check --only mutate")
