@@ -100,7 +100,8 @@ class RetriesWithinBudget:
         self.consecutive = 0
 
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
-        if step.op == "configure" and isinstance(step.args.get("policy"), dict):
+        refused = isinstance(result, dict) and "error" in result  # a refused policy leaves the last in force
+        if step.op == "configure" and isinstance(step.args.get("policy"), dict) and not refused:
             self._budget(step.args["policy"])
         if step.op in ("reset", "reload"):
             self.consecutive = 0

@@ -25,6 +25,35 @@ policies = st.builds(
     st.integers(0, 2), st.booleans(), ev.weighted(st.just(True), st.just(False), 6))
 
 
+# Probed configurations (spec 9.1 `resolveConfig`, spec 6 the pruner's `resolveConfig`): every field dsh validates,
+# with values on both sides of each rule (ratios in (0, 1], non-negative and positive integers, the mutually
+# exclusive retention, the summarization pair, model policies: shape, keys, duplicates, their own retention) and
+# a few of the wrong type. Most are refused; the refusal (rule and dsh's message) is compared with the model's.
+# Found by `surfacecheck mutate` (issue 16): before, every policy the machine drew was valid, and mutants that
+# loosen or drop any of dsh's config checks survived the whole gate.
+_RATIOS = (0.16, 0.5, 0.8, 0.99, 1, 0, -0.25, 1.5, "0.8", None, True)
+_COUNTS = (0, 1, 3, 50, 512, -1, 2.5, "2", None)
+_TEXTS = ("", "prov", "mod", 7, None)
+_model_policies = st.fixed_dictionaries(
+    {"provider": st.sampled_from((ev.PROVIDER, ev.PROVIDER, "", 7)), "model": st.sampled_from((*ev.MODELS, ""))},
+    optional={"thresholdRatio": st.sampled_from(_RATIOS), "retainRatio": st.sampled_from(_RATIOS),
+              "retainTokens": st.sampled_from(_COUNTS), "maxTokens": st.sampled_from(_COUNTS),
+              "summarizationProvider": st.sampled_from(_TEXTS), "summarizationModel": st.sampled_from(_TEXTS),
+              "auto": st.just(True)})
+config_probes = st.fixed_dictionaries({}, optional={
+    "thresholdRatio": st.sampled_from(_RATIOS), "retainRatio": st.sampled_from(_RATIOS),
+    "retainTokens": st.sampled_from(_COUNTS), "maxTokens": st.sampled_from(_COUNTS),
+    "compactionRetries": st.sampled_from(_COUNTS), "maxOverflowRetries": st.sampled_from(_COUNTS),
+    "summarizationProvider": st.sampled_from(_TEXTS), "summarizationModel": st.sampled_from(_TEXTS),
+    "auto": st.sampled_from((True, False, "yes", None)), "threshold": st.just(0.8),
+    "modelPolicies": st.one_of(st.sampled_from(("all", None, [[]])), st.lists(_model_policies, max_size=3)),
+    "toolResultPruner": st.fixed_dictionaries({}, optional={
+        "thresholdChars": st.sampled_from((200, 60, 1, 0, -5, 2.5, None)),
+        "headChars": st.sampled_from((60, 0, 150, -1, "6", None)),
+        "tailChars": st.sampled_from((40, 0, 150, 1.5, None)), "marker": st.just("...")}),
+})
+
+
 class PolicyMachine(LogMachine):
     level = "policy"
 
@@ -32,6 +61,7 @@ class PolicyMachine(LogMachine):
                 sections=ev.weighted(st.just(("sandbox: read-only",)), st.just(()), 3))
     def configure(self, policy, window, routed, queue, sections):
         self.sections = sections  # the runtime-context sections active from the first step (spec 12)
+        self.window = window
         args = {"policy": policy, "context_window": window}
         if routed:
             args["route"] = {"provider": ev.PROVIDER, "model": ev.MODELS[0]}
@@ -39,6 +69,11 @@ class PolicyMachine(LogMachine):
             args["summaries"] = [{"outcome": "text", "ratio": 0.1}, {"outcome": "failure"}]
         self.do("configure", args, f"policy {policy}, context window {window}")
         self.append(ev.header(ev.MODELS[0]), f"request/header {ev.PROVIDER}/{ev.MODELS[0]} routes the session")
+
+    @rule(policy=config_probes)
+    def reconfigure(self, policy):
+        """A new runtime policy, most often one dsh refuses (spec 9.1): a refused one leaves the last in force."""
+        self.do("configure", {"policy": policy, "context_window": self.window}, f"configure a probed policy {policy}")
 
     @rule(scripts=st.one_of(st.none(), st.lists(ev.summary_scripts, min_size=1, max_size=3)))
     def pre_step(self, scripts):

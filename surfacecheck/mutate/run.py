@@ -122,15 +122,7 @@ def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Pat
                 run.void = f"Stryker did not finish: {exc}"
             return run
         run.baseline = _baseline_summary(_read_json(out / "baseline.json"))
-        by_file = {f"pkgs/@deepseek-ai/{f.package}/lib/index.js": f for f in files}
-
-        def locate(name: str, line: int) -> Place | None:
-            f = by_file.get(name)
-            if f is None or not f.start <= line <= f.end:
-                return None
-            return Place(f.key, tuple(s.strip() for s in f.sections.split(",") if s.strip()))
-        run.figures = score(result["report"], locate, times=read_times(out / "times.jsonl"),
-                            equivalent=read_equivalent(EQUIVALENT["dsh"]))
+        run.figures = score_stryker(result["report"], files, out)
         run.extra["reports"] = {"stryker_html": result["html"], "stryker_json": str(out / "mutation.json"),
                                 "stryker_log": result["log"]}
         run.extra["stryker"] = {"concurrency": concurrency, "coverage_analysis": "perTest", "incremental": incremental,
@@ -142,6 +134,27 @@ def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Pat
         else:
             shutil.rmtree(work, ignore_errors=True)
     return run
+
+
+def score_stryker(report: dict, files, out: Path) -> dict:
+    """The figures of a Stryker run over ``files`` (several dsh files share a bundle: a mutant belongs to the
+    region holding its line). Stryker names the killing test by its report id: mapped back to the unit."""
+    by_bundle: dict[str, list] = {}
+    for f in files:
+        by_bundle.setdefault(f"pkgs/@deepseek-ai/{f.package}/lib/index.js", []).append(f)
+
+    def locate(name: str, line: int) -> Place | None:
+        for f in by_bundle.get(name, []):
+            if f.start <= line <= f.end:
+                return Place(f.key, tuple(s.strip() for s in f.sections.split(",") if s.strip()))
+        return None
+    units = {t["id"]: t.get("name", t["id"]) for tf in (report.get("testFiles") or {}).values()
+             for t in tf.get("tests", [])}
+    for entry in report.get("files", {}).values():
+        for mutant in entry.get("mutants", []):
+            if mutant.get("killedBy"):
+                mutant["killedBy"] = [units.get(k, k) for k in mutant["killedBy"]]
+    return score(report, locate, times=read_times(out / "times.jsonl"), equivalent=read_equivalent(EQUIVALENT["dsh"]))
 
 
 def _read_json(path: Path) -> dict:

@@ -121,7 +121,7 @@ _TRANSCRIPTS: dict[Path, Transcript] = {}
 def transcript(path: Path) -> Transcript:
     from model.event import ABSENT
     from model.jsonl import read_log
-    from surfacecheck.runtime.embedded.stage import STATE_OPS, _answer
+    from surfacecheck.runtime.embedded.stage import STATE_CALLS, _answer
     from surfacecheck.runtime.model_runtime import ModelRuntime
 
     if path not in _TRANSCRIPTS:
@@ -132,12 +132,12 @@ def transcript(path: Path) -> Transcript:
             calls.append(("append", {"event": wire}))
             expected.append((event.seq, "append", answer))
             if isinstance(event.surface_op, dict) or "error" in answer:
-                for op in STATE_OPS:
-                    calls.append((op, {}))
-                    expected.append((event.seq, op, _answer(model, op, {})))
-        for op in STATE_OPS:
-            calls.append((op, {}))
-            expected.append(("end", op, _answer(model, op, {})))
+                for op, args in STATE_CALLS:
+                    calls.append((op, args))
+                    expected.append((event.seq, op, _answer(model, op, args)))
+        for op, args in STATE_CALLS:
+            calls.append((op, args))
+            expected.append(("end", op, _answer(model, op, args)))
         _TRANSCRIPTS[path] = Transcript(tuple(calls), tuple(expected))
     return _TRANSCRIPTS[path]
 

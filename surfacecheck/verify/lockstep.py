@@ -19,6 +19,9 @@ from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
 from surfacecheck.trace import Step, Violation
 
 STATE_QUERIES = ("surface", "cuts", "measure", "projection")
+USAGE = ("projection", {"usage": True})
+"""The cumulative ``tokenUsage`` (spec 5.2), compared after the state queries. Found by ``surfacecheck mutate``
+(issue 16): before, no lockstep comparison read it, and mutants of dsh's usage fold survived."""
 LOCKSTEP_PREFIX = "lockstep-"
 RUNTIME_EXCEPTION = "runtime-exception"
 IGNORED_RESULT_KEYS = frozenset({"labels", "elapsed", "time_ns"})
@@ -150,6 +153,17 @@ class Lockstep:
                     and expected.get("nodes") == observed.get("nodes"):
                 name = "generation"
             violation = _compare(f"{LOCKSTEP_PREFIX}{name}", number, f"state {op} after the step", expected, observed)
+            if violation is not None:
+                return violation, seen
+        if "projection" in self.state_queries:
+            op, args = USAGE
+            expected, observed = call_runtime(self.reference, op, args), call_runtime(self.runtime, op, args)
+            seen[f"{op}:{sorted(args.items())!r}"] = observed  # StepQuery's key: a monitor asking gets this answer
+            if "__crash__" in observed:
+                return Violation(RUNTIME_EXCEPTION, f"{op} usage query raised {observed['__crash__']}", number,
+                                 None, observed["__crash__"]), seen
+            violation = _compare(f"{LOCKSTEP_PREFIX}usage", number, "state token usage after the step", expected,
+                                 observed)
             if violation is not None:
                 return violation, seen
         return None, seen

@@ -18,6 +18,9 @@ from ...stage import OK, VIOLATION, CheckContext, StageResult
 from ..api import RuntimeUnavailable
 
 STATE_OPS = ("surface", "cuts", "measure", "projection")
+STATE_CALLS = tuple((op, {}) for op in STATE_OPS) + (("projection", {"usage": True}),)
+"""The state compared at every replacement, refusal and at the end, with the cumulative token usage (spec 5.2;
+added when ``surfacecheck mutate`` showed no comparison read it)."""
 SHAPE_ERRORS = (KeyError, TypeError, IndexError, AttributeError)
 
 
@@ -49,12 +52,12 @@ def compare_log(path: Path, factory=None) -> dict | None:
         if observed != expected:
             return {"seq": event.seq, "op": "append", "expected": expected, "observed": observed}
         if isinstance(event.surface_op, dict) or "error" in expected:
-            for op in STATE_OPS:
-                expected, observed = _answer(model, op, {}), _answer(embedded, op, {})
+            for op, args in STATE_CALLS:
+                expected, observed = _answer(model, op, args), _answer(embedded, op, args)
                 if observed != expected:
                     return {"seq": event.seq, "op": op, "expected": expected, "observed": observed}
-    for op in STATE_OPS:
-        expected, observed = _answer(model, op, {}), _answer(embedded, op, {})
+    for op, args in STATE_CALLS:
+        expected, observed = _answer(model, op, args), _answer(embedded, op, args)
         if observed != expected:
             return {"seq": "end", "op": op, "expected": expected, "observed": observed}
     return None
