@@ -121,7 +121,12 @@ def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Pat
             else:
                 run.void = f"Stryker did not finish: {exc}"
             return run
-        run.baseline = _baseline_summary(_read_json(out / "baseline.json"))
+        baseline = _read_json(out / "baseline.json")
+        run.baseline = _baseline_summary(baseline)
+        if baseline.get("status") != "passed":
+            run.void = (f"the unmutated gate did not pass ({baseline.get('status')} at {baseline.get('first')}: "
+                        f"{baseline.get('message')}); no score")
+            return run
         run.figures = score_stryker(result["report"], files, out)
         run.extra["reports"] = {"stryker_html": result["html"], "stryker_json": str(out / "mutation.json"),
                                 "stryker_log": result["log"]}

@@ -73,8 +73,8 @@ class SurfacecheckTestRunner {
     const reply = await this.gate.run({ mutant: null, coverage: coverageAnalysis !== 'off', bail: false }, 0);
     writeFileSync(GATE.baseline, JSON.stringify({ ...reply, coverage: undefined }));
     if (reply.coverage) writeFileSync(GATE.coverage, JSON.stringify(reply.coverage));
-    if (reply.status === 'error' || reply.status === 'inconclusive') {
-      return { status: 'error', errorMessage: `the unmutated gate was ${reply.status}: ${reply.message}` };
+    if (reply.status !== 'passed') { // a failing unmutated gate voids the score: Stryker stops here
+      return { status: 'error', errorMessage: `the unmutated gate ${reply.status} at ${reply.first}: ${reply.message}` };
     }
     const result = { status: 'complete', tests: asTests(reply) };
     if (coverageAnalysis === 'perTest') result.mutantCoverage = reply.coverage;
