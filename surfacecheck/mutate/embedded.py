@@ -16,11 +16,10 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from .run import EQUIVALENT, MutationRun
+from .run import EQUIVALENT, MutationRun, sections_of, working_folder
 from .score import Place, read_equivalent, score
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,10 +153,8 @@ def run_embedded(files_glob: list[str] | None, gate: tuple[str, ...], report_dir
                  min_score: float | None) -> MutationRun:
     files = select_files(files_glob)
     run = MutationRun("embedded", f"mutmut {_mutmut_version()}", gate, files, report_dir, min_score=min_score)
-    work = Path(tempfile.mkdtemp(prefix="surfacecheck-mutate-embedded-"))
-    started = time.perf_counter()
     log = report_dir / "mutmut.log"
-    try:
+    with working_folder("surfacecheck-mutate-embedded-", run, keep_work, say) as work:
         working_copy(work, files, {}, max(timeout_factor, 1.0) * 5)
         env = dict(os.environ)
         env["SURFACECHECK_MUTATE_GATE"] = json.dumps({"runtime": "embedded", "gate": list(gate), "timeout": timeout,
@@ -179,17 +176,10 @@ def run_embedded(files_glob: list[str] | None, gate: tuple[str, ...], report_dir
 
         def locate(name: str, line: int) -> Place | None:
             module = Path(name).name
-            return Place(f"embedded/{module}", tuple(s.strip() for s in DEFAULT_FILES.get(module, "").split(",")
-                                                     if s.strip()))
+            return Place(f"embedded/{module}", sections_of(DEFAULT_FILES.get(module, "")))
         run.figures = score(report, locate, times=times, equivalent=read_equivalent(EQUIVALENT["embedded"]))
         run.extra["reports"] = {"mutation_json": str(report_dir / "mutation.json"), "mutmut_log": str(log)}
         run.extra["mutmut"] = {"max_children": concurrency, "coverage": "per test (mutmut's function tracing)"}
-    finally:
-        run.minutes = round((time.perf_counter() - started) / 60.0, 2)
-        if keep_work:
-            say(f"mutate: working copy kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
     return run
 
 

@@ -5,6 +5,7 @@ import json
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +87,27 @@ class MutationRun:
         return "\n".join(lines) + "\n"
 
 
+@contextmanager
+def working_folder(prefix: str, run: MutationRun, keep: bool, say):
+    """A fresh temporary folder for a tool's working copy; the run's minutes are taken when it closes, and the
+    folder is removed unless ``keep`` (then its path is said)."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    started = time.perf_counter()
+    try:
+        yield work
+    finally:
+        run.minutes = round((time.perf_counter() - started) / 60.0, 2)
+        if keep:
+            say(f"mutate: working copy kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def sections_of(text: str) -> tuple[str, ...]:
+    """``"7, 8"`` -> ``("7", "8")``: the spec sections a file's rules come from."""
+    return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
 def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Path, *, verify_profile: str,
             concurrency: int, incremental: bool, timeout: float, timeout_factor: float, timeout_ms: int,
             corpus: Path | None, modules: Path | None, keep_work: bool, say, min_score: float | None) -> MutationRun:
@@ -101,9 +123,7 @@ def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Pat
     out = report_dir / "stryker"
     for stale in ("mutation.json", "baseline.json", "times.jsonl"):
         (out / stale).unlink(missing_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="surfacecheck-mutate-dsh-"))
-    started = time.perf_counter()
-    try:
+    with working_folder("surfacecheck-mutate-dsh-", run, keep_work, say) as work:
         from .stryker import working_copy
 
         mutated_modules = working_copy(work, files, source)
@@ -132,12 +152,6 @@ def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Pat
                                 "stryker_log": result["log"]}
         run.extra["stryker"] = {"concurrency": concurrency, "coverage_analysis": "perTest", "incremental": incremental,
                                 "timeout": f"{timeout_factor} x the covering units' dry-run time + {timeout_ms} ms"}
-    finally:
-        run.minutes = round((time.perf_counter() - started) / 60.0, 2)
-        if keep_work:
-            say(f"mutate: working copy kept in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
     return run
 
 
@@ -151,7 +165,7 @@ def score_stryker(report: dict, files, out: Path) -> dict:
     def locate(name: str, line: int) -> Place | None:
         for f in by_bundle.get(name, []):
             if f.start <= line <= f.end:
-                return Place(f.key, tuple(s.strip() for s in f.sections.split(",") if s.strip()))
+                return Place(f.key, sections_of(f.sections))
         return None
     units = {t["id"]: t.get("name", t["id"]) for tf in (report.get("testFiles") or {}).values()
              for t in tf.get("tests", [])}

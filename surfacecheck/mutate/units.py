@@ -11,9 +11,7 @@ is killed) or ``inconclusive`` (the runtime hung, died or broke the protocol: no
 """
 from __future__ import annotations
 
-import io
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
