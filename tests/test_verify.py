@@ -65,6 +65,18 @@ def test_lockstep_agrees_on_refusals_but_not_their_wording():
     assert violation is None
 
 
+def test_a_configuration_refusal_is_compared_by_its_message_too():
+    """Every check of `resolveConfig` refuses under one rule (spec 9.1): the message tells which check fired."""
+    for rule in ("compaction-config", "pruner-config"):
+        assert normalize({"error": {"type": "T", "rule": rule, "seq": None, "message": "retainTokens must be"}}) != \
+            normalize({"error": {"type": "T", "rule": rule, "seq": None, "message": "maxTokens must be"}})
+    lockstep = Lockstep(open_runtime("embedded"), open_runtime("model"))
+    lockstep.run(Step("reset", {"level": "policy"}))
+    _result, violation = lockstep.run(Step("configure", {"policy": {"thresholdRatio": 1.5, "retainTokens": -1},
+                                                         "context_window": 800}))
+    assert violation is None
+
+
 def test_an_in_process_crash_is_a_violation_and_a_protocol_error_is_compared():
     class Crashing(Skewed):
         def call(self, op, args):

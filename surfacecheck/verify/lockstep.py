@@ -32,17 +32,23 @@ def is_lockstep_property(name: str) -> bool:
 
 
 ERROR_KEYS = ("error", "failure")
+MESSAGE_RULES = frozenset({"compaction-config", "pruner-config"})
+"""Refusals whose message is compared too: every configuration check dsh runs (spec 9.1, the pruner's spec 6)
+refuses under one rule, so only the message tells which check fired; the model carries dsh's texts. Found by
+``surfacecheck mutate`` (issue 16): mutants that swap or loosen one of ``resolveConfig``'s checks survived."""
 
 
 def normalize(value: Any) -> Any:
-    """A result as compared: error / failure objects reduced to type/rule/seq, bookkeeping keys dropped."""
+    """A result as compared: error / failure objects reduced to type/rule/seq (and the message of a
+    configuration refusal, `MESSAGE_RULES`), bookkeeping keys dropped."""
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if key in IGNORED_RESULT_KEYS:
                 continue
             if key in ERROR_KEYS and isinstance(item, dict):
-                out[key] = {k: item.get(k) for k in ("type", "rule", "seq")}
+                kept = ("type", "rule", "seq", "message") if item.get("rule") in MESSAGE_RULES else ("type", "rule", "seq")
+                out[key] = {k: item.get(k) for k in kept}
             else:
                 out[key] = normalize(item)
         return out
