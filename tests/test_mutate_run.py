@@ -52,6 +52,29 @@ def test_stryker_over_dsh_kills_with_the_runtime_gate_and_leaves_the_cache_alone
     assert digest(cache) == before
 
 
+def statuses(report_dir: Path) -> dict:
+    report = json.loads((report_dir / "stryker" / "mutation.json").read_text(encoding="utf-8"))
+    return {(m["location"]["start"]["line"], m["location"]["start"]["column"], m["mutatorName"], m["replacement"]):
+            m["status"] for entry in report["files"].values() for m in entry["mutants"]}
+
+
+@needs_dsh
+def test_the_shortcuts_change_the_time_never_a_verdict(tmp_path):
+    # the default: one runtime per worker imported unmutated with each mutant switched on in it, and units whose
+    # answers all have the unmutated digests passing in one round trip; --no-shortcut: neither
+    fast, slow = tmp_path / "fast", tmp_path / "slow"
+    runs = {}
+    for folder, extra in ((fast, ()), (slow, ("--no-shortcut",))):
+        code, doc, err = mutate("--runtime", "dsh", "--files", "dsh-compaction/checkpoint.js", "--report-dir",
+                                str(folder), *extra)
+        assert code == 0, err[-2000:]
+        runs[folder] = doc
+    assert runs[fast]["stryker"]["shortcut"] is True and runs[slow]["stryker"]["shortcut"] is False
+    assert statuses(fast) == statuses(slow)
+    assert {"Killed", "Survived"} <= set(statuses(fast).values())
+    assert "units recorded" in (fast / "stryker" / "stryker.log").read_text(encoding="utf-8")
+
+
 @needs_dsh
 def test_a_gate_that_cannot_reach_the_file_scores_zero(tmp_path):
     # no unit drives dsh's crash repair (spec 1.6: the adapter reads logs with the model's reader): Stryker's

@@ -4,6 +4,8 @@
   run against dsh (and the embedded runtime): same steps, in order.
 - a log replayed in one ``replay`` round trip gives ``compare_log``'s verdict: none on dsh's pristine tree, the
   same first divergence (seq and op) on a tree with a regression.
+- a unit's pristine recording passes it on a runtime that answers the same, and on any other sends it down its
+  full path: it never passes a unit the full run fails.
 """
 from __future__ import annotations
 
@@ -80,3 +82,30 @@ def test_one_round_trip_replay_gives_compare_logs_verdict(tree, broken_tree, mon
     unexplained = [path for path, a, _ in verdicts if a is not None and not _tools_template_divergence(
         {"source": path.parent.name, "log": path.name, **a}, path.parents[1])]
     assert not unexplained if tree == "pristine" else unexplained
+
+
+@needs_dsh
+def test_a_pristine_recording_passes_only_what_the_full_run_passes(broken_tree, monkeypatch):
+    from surfacecheck.mutate.gate import Worker
+    from surfacecheck.mutate.pristine import shortcut
+
+    monkeypatch.setenv("SURFACECHECK_MUTATE", "1")
+    chosen = [u for u in units.gate_units(units.STAGES, None) if not u.id.startswith("log:")]
+    args = {"timeout": 10.0, "corpus": None, "verify_profile": "smoke"}
+    worker = Worker(chosen, {"spec": "dsh", **args})
+    try:
+        assert worker.prepare()["recorded"] == len(chosen)  # every witness, protocol and verify
+        recordings = worker.recordings
+    finally:
+        worker.close()
+    for spec in ("dsh", f"dsh:{broken_tree}"):
+        shared = units.Shared(spec=spec, collect=False, **args)
+        try:
+            verdicts = [(shortcut(recordings[u.id], shared), u.run(shared).status) for u in chosen]
+        finally:
+            shared.close()
+        if spec == "dsh":  # another process, the same answers: every unit passes in one round trip
+            assert all(fast is not None and fast.status == units.PASSED for fast, _ in verdicts)
+        else:
+            assert all(full == units.PASSED for fast, full in verdicts if fast is not None)
+            assert any(fast is None and full == units.FAILED for fast, full in verdicts)

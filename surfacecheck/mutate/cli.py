@@ -82,6 +82,10 @@ def register(commands) -> None:
     p.add_argument("--incremental", action="store_true",
                    help="dsh: reuse Stryker's results for mutants whose code is unchanged since the last run "
                         "in this --report-dir (its incremental.json)")
+    p.add_argument("--no-shortcut", action="store_true",
+                   help="dsh: a fresh runtime process per mutant and every unit in full (slower, the same "
+                        "verdicts; by default one process per worker imported dsh unmutated switches each mutant "
+                        "on, and a unit whose answers all have the unmutated digests passes in one round trip)")
     p.add_argument("--min-score", type=_percent, default=None, metavar="PERCENT",
                    help="exit 1 when the score is below PERCENT (default: off)")
     p.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
@@ -125,7 +129,7 @@ def run_mutate(args: argparse.Namespace) -> int:
                           concurrency=args.concurrency, incremental=args.incremental, timeout=args.timeout,
                           timeout_factor=args.timeout_factor, timeout_ms=args.timeout_ms, corpus=corpus,
                           modules=explicit_modules("dsh"), keep_work=args.keep_work, say=say,
-                          min_score=args.min_score)
+                          min_score=args.min_score, shortcut=not args.no_shortcut)
         else:
             from .embedded import run_embedded
 

@@ -110,7 +110,8 @@ def sections_of(text: str) -> tuple[str, ...]:
 
 def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Path, *, verify_profile: str,
             concurrency: int, incremental: bool, timeout: float, timeout_factor: float, timeout_ms: int,
-            corpus: Path | None, modules: Path | None, keep_work: bool, say, min_score: float | None) -> MutationRun:
+            corpus: Path | None, modules: Path | None, keep_work: bool, say, min_score: float | None,
+            shortcut: bool = True) -> MutationRun:
     """Stryker over a working copy of dsh's packages with the gate as its test runner."""
     from surfacecheck.runtime.dsh import ensure_installed
 
@@ -129,7 +130,8 @@ def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Pat
         mutated_modules = working_copy(work, files, source)
         say(f"mutate: working copy of {len(files)} dsh files in {work}")
         gate_args = ["--runtime", f"dsh:{mutated_modules}", "--gate", ",".join(gate), "--verify-profile",
-                     verify_profile, "--timeout", str(timeout)] + (["--corpus", str(corpus)] if corpus else [])
+                     verify_profile, "--timeout", str(timeout)] + (["--corpus", str(corpus)] if corpus else []) + \
+            ([] if shortcut else ["--no-shortcut"])
         try:
             result = run_stryker(work, files, out, gate_args, concurrency=concurrency, incremental=incremental,
                                  timeout_ms=timeout_ms, timeout_factor=timeout_factor, say=say)
@@ -151,6 +153,7 @@ def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Pat
         run.extra["reports"] = {"stryker_html": result["html"], "stryker_json": str(out / "mutation.json"),
                                 "stryker_log": result["log"]}
         run.extra["stryker"] = {"concurrency": concurrency, "coverage_analysis": "perTest", "incremental": incremental,
+                                "shortcut": shortcut,
                                 "timeout": f"{timeout_factor} x the covering units' dry-run time + {timeout_ms} ms"}
     return run
 

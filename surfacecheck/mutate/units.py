@@ -50,13 +50,14 @@ class Shared:
         self.spec, self.timeout, self.corpus, self.verify_profile, self.collect = (
             spec, timeout, corpus, verify_profile, collect)
         self._runtime = None
+        self.recorder = None  # while set (pristine.record), units see the runtime through it
 
     def runtime(self):
         from surfacecheck.runtime.select import open_runtime
 
         if self._runtime is None:
             self._runtime = open_runtime(self.spec, timeout=self.timeout)
-        return self._runtime
+        return self._runtime if self.recorder is None else self.recorder
 
     @property
     def batched(self) -> bool:

@@ -12,11 +12,18 @@
 // Static coverage is what ran while dsh's modules were imported (module-level code: Stryker runs such a mutant
 // against every unit). The adapter's own start-up world (World.open before the first request) is not: every
 // unit resets the world under its own name, so what start-up ran is forgotten rather than made static.
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ProtocolError } from './refusal.mjs';
 
 const namespace = () => (globalThis.__stryker__ ??= {});
+
+// The clock's values, not dsh's behaviour: left out of a digest (surfacecheck/mutate/pristine.py TIMING_KEYS).
+const TIMING_KEYS = new Set(['elapsed', 'time_ns']);
+const digestOf = (result) => createHash('sha1')
+  .update(JSON.stringify(result, (key, value) => (TIMING_KEYS.has(key) ? undefined : value)) ?? 'undefined')
+  .digest('base64');
 
 /** Called right after dsh is imported; returns null outside mutation testing. */
 export function strykerHooks() {
@@ -41,20 +48,29 @@ export function strykerHooks() {
       namespace().currentTestId = process.env.SURFACECHECK_STRYKER_TEST || undefined;
     },
     ops: (handlers) => ({
+      /** Activate a mutant in this process (Stryker's `runtime` activation: dsh was imported unmutated, and the
+       * instrumented code reads `activeMutant` at every switch); none with `mutant: null`. */
+      stryker_mutant: ({ mutant }) => {
+        namespace().activeMutant = typeof mutant === 'string' && mutant ? mutant : undefined;
+        return { mutant: namespace().activeMutant ?? null };
+      },
       stryker_test: ({ test }) => {
         namespace().currentTestId = typeof test === 'string' && test ? test : undefined;
         return { test: namespace().currentTestId ?? null };
       },
       /** `calls`: [[op, args], ...] answered in order by the same handlers, up to the first protocol or internal
-       * error (what a one-request-per-line client would have raised at that call). */
-      replay: async ({ calls }) => {
+       * error (what a one-request-per-line client would have raised at that call). With `digest`, each answer is
+       * `{digest}` (SHA-1 of its JSON) instead of `{result}`: compared with the unmutated runtime's digests
+       * (surfacecheck/mutate/pristine.py), a survivor's units cost one small round trip each. */
+      replay: async ({ calls, digest }) => {
         if (!Array.isArray(calls)) throw new ProtocolError('bad-args', 'calls must be a list of [op, args]');
         const answers = [];
         for (const [op, args] of calls) {
           const handler = handlers[op];
           try {
             if (!handler || op === 'replay') throw new ProtocolError('unknown-op', `unknown op '${op}'`);
-            answers.push({ result: await handler(args ?? {}) });
+            const result = await handler(args ?? {});
+            answers.push(digest ? { digest: digestOf(result) } : { result });
           } catch (err) {
             const type = err instanceof ProtocolError ? err.type : 'internal';
             answers.push({ error: { type, message: `${err?.name ?? 'Error'}: ${err?.message ?? err}` } });

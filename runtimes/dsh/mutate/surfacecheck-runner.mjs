@@ -66,7 +66,15 @@ class SurfacecheckTestRunner {
 
   async init() {
     if (!GATE) throw new Error('SURFACECHECK_MUTATE_GATE is not set: run Stryker through `surfacecheck mutate`');
+    await this.startGate();
+  }
+
+  /** A new gate process, prepared before any timed run: it records every unit on the unmutated tree (gate.py). */
+  async startGate() {
     this.gate = new Gate();
+    const reply = await this.gate.run({ prepare: true }, 0);
+    if (reply.status === 'prepared') this.log.info(`gate prepared in ${reply.seconds} s: ${reply.recorded} of ${reply.units} units recorded`);
+    else this.log.warn(`gate not prepared (${reply.message ?? reply.status}): every unit runs in full`);
   }
 
   async dryRun({ coverageAnalysis, timeout }) {
@@ -94,13 +102,14 @@ class SurfacecheckTestRunner {
     return result;
   }
 
-  async judge({ activeMutant, testFilter, timeout, disableBail }) {
+  async judge({ activeMutant, testFilter, timeout, disableBail, mutantActivation }) {
     const started = Date.now();
-    const reply = await this.gate.run({ mutant: activeMutant.id, tests: testFilter ?? null, bail: !disableBail }, timeout);
+    const reply = await this.gate.run({ mutant: activeMutant.id, tests: testFilter ?? null, bail: !disableBail,
+      activation: mutantActivation ?? 'static' }, timeout);
     const ms = Date.now() - started;
     if (reply.status === 'timeout') {
       this.gate.kill();
-      this.gate = new Gate();
+      await this.startGate();
       return { status: 'timeout', reason: `the gate ran past Stryker's ${timeout} ms (${ms} ms)` };
     }
     const nrOfTests = (reply.tests ?? []).length;
@@ -111,7 +120,7 @@ class SurfacecheckTestRunner {
     if (reply.status === 'inconclusive' && reply.kind === 'timeout') {
       return { status: 'timeout', reason: `inside the gate, ${reply.first}: ${reply.message}` };
     }
-    if (this.gate.exited) this.gate = new Gate();
+    if (this.gate.exited) await this.startGate();
     return { status: 'error', errorMessage: `gate ${reply.status} at ${reply.first ?? '-'}: ${reply.message}` };
   }
 
