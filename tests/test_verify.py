@@ -46,6 +46,9 @@ class Skewed:
     ("measure", lambda r: {**r, "total": r["total"] + 1}, "lockstep-measure"),
     ("projection", lambda r: {"total": r["total"] + 1}, "lockstep-projection"),
     ("append", lambda r: {**r, "seq": r["seq"] + 1}, "lockstep-result"),
+    ("projection", lambda r: {**r, "usage": None} if "usage" in r else r, "lockstep-usage"),
+    ("projection", lambda r: {**r, "breakdown": {**r["breakdown"], "systemTokens": 1}} if r.get("breakdown") else r,
+     "lockstep-breakdown"),
 ])
 def test_lockstep_names_the_first_divergence(op, bend, prop):
     lockstep = Lockstep(Skewed(op, bend), open_runtime("model"))

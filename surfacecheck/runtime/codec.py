@@ -193,13 +193,23 @@ def claimed_messages(args: dict) -> list[dict] | None:
     return deepcopy(claimed)
 
 
+def _flag(args: dict, name: str) -> bool:
+    value = args.get(name, False)
+    if not isinstance(value, bool):
+        raise ProtocolError("bad-args", f"{name} is a boolean")
+    return value
+
+
 def usage_requested(args: dict) -> bool:
     """``projection``'s optional ``usage: true``: also answer the cumulative `tokenUsage` (spec 5.2), a
     read-only figure a promise monitor reads (§15 G10); absent or false keeps the plain projection result."""
-    usage = args.get("usage", False)
-    if not isinstance(usage, bool):
-        raise ProtocolError("bad-args", "usage is a boolean")
-    return usage
+    return _flag(args, "usage")
+
+
+def breakdown_requested(args: dict) -> bool:
+    """``projection``'s optional ``breakdown: true``: also answer the `contextBreakdown` composition (spec 5.2,
+    D4: system and tools priced from the last `request/header`, messages the claim-fold running total)."""
+    return _flag(args, "breakdown")
 
 
 def snapshot_id(seq: int) -> str:

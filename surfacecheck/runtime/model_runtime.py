@@ -18,12 +18,12 @@ from model.errors import ModelError
 from model.event import Event
 from model.meter import MeterState, fold_meter, measure_state
 from model.pairing import Cuts, refresh_cuts
-from model.projection import SurfaceProjection, TokenUsage, fold_claim, fold_usage
+from model.projection import ContextBreakdown, SurfaceProjection, TokenUsage, fold_breakdown, fold_claim, fold_usage
 from model.runtime_context import NEVER, fold_retained
 from model.session import Session, append
 
 from .api import PROTOCOL, ProtocolError, dispatch
-from .codec import event_kwargs, refusal, usage_requested
+from .codec import breakdown_requested, event_kwargs, refusal, usage_requested
 
 
 class ModelRuntime:
@@ -68,6 +68,7 @@ class ModelRuntime:
         self.projection = SurfaceProjection()
         self.projection_error: ModelError | None = None
         self.usage: TokenUsage | None = TokenUsage()  # `tokenUsage` (spec 5.2); None once its fold threw
+        self.breakdown: ContextBreakdown | None = ContextBreakdown()  # `contextBreakdown` (spec 5.2); as usage
         self.cuts: Cuts | None = None
         self.retained = NEVER  # the runtime-context projection's state (spec 12), live rule per event
         self.adopt(session)
@@ -96,6 +97,11 @@ class ModelRuntime:
                 self.usage = fold_usage(self.usage, event)
             except _FOLD_ERRORS:
                 self.usage = None
+        if self.breakdown is not None:
+            try:
+                self.breakdown = fold_breakdown(self.breakdown, event)
+            except _FOLD_ERRORS:
+                self.breakdown = None
         self.retained = fold_retained(self.retained, event)
         if self.level_state is not None:
             self.level_state.observe(event)
@@ -148,8 +154,9 @@ class ModelRuntime:
 
     def _projection(self, args: dict) -> dict:
         """The O(1) surface projection total (spec 5.1); null once its claim fold has thrown. With
-        ``usage: true`` also the cumulative `tokenUsage` (spec 5.2; null once its fold threw)."""
-        with_usage = usage_requested(args)
+        ``usage: true`` also the cumulative `tokenUsage`, with ``breakdown: true`` the `contextBreakdown` (spec
+        5.2; each null once its fold threw)."""
+        with_usage, with_breakdown = usage_requested(args), breakdown_requested(args)
         if self.projection_error is not None:
             reply = {"total": None, **refusal(self.projection_error)}
         else:
@@ -159,6 +166,10 @@ class ModelRuntime:
             reply["usage"] = None if totals is None else {
                 "inputTokens": totals.uncached_input, "outputTokens": totals.output,
                 "cacheReadTokens": totals.cache_read, "cacheWriteTokens": totals.cache_write}
+        if with_breakdown:
+            b = self.breakdown
+            reply["breakdown"] = None if b is None else {
+                "systemTokens": b.system_tokens, "toolsTokens": b.tools_tokens, "messageTokens": b.message_tokens}
         return reply
 
 

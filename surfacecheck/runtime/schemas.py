@@ -55,6 +55,10 @@ TOKEN_USAGE = {"oneOf": [{"type": "null"}, {"type": "object", "additionalPropert
     "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"], "properties": {
     k: {"type": "number"} for k in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")}}]}
 """`projection {usage: true}`: the cumulative `tokenUsage` buckets (spec 5.2), null once that fold is stuck."""
+CONTEXT_BREAKDOWN = {"oneOf": [{"type": "null"}, {"type": "object", "additionalProperties": False, "required": [
+    "systemTokens", "toolsTokens", "messageTokens"], "properties": {
+    k: {"type": "integer"} for k in ("systemTokens", "toolsTokens", "messageTokens")}}]}
+"""`projection {breakdown: true}`: the `contextBreakdown` composition (spec 5.2), null once that fold is stuck."""
 RUN_ARGS = {"summaries": SUMMARIES, "summary": {"oneOf": [{"type": "null"}, SUMMARY]}, "faults": FAULTS}
 
 
@@ -69,7 +73,7 @@ def _refusable(schema: dict) -> dict:
 ARGS: dict[str, dict] = {
     "hello": _obj(), "bench": _obj(("sizes",), True, sizes={"type": "array", "items": NAT}, appends=NAT),
     "reset": _obj(), "append": _obj(("event",), event=EVENT), "surface": _obj(), "cuts": _obj(),
-    "measure": _obj(), "projection": _obj(usage={"type": "boolean"}),
+    "measure": _obj(), "projection": _obj(usage={"type": "boolean"}, breakdown={"type": "boolean"}),
     "select_range": _obj(("retain_tokens",), retain_tokens=NAT),
     "prune": _obj(pruner={"type": ["object", "null"]}, **RUN_ARGS),
     "compact": _obj(("start", "end"), start=NAT, end=NAT, manual={"type": "boolean"}, aborted={"type": "boolean"},
@@ -99,9 +103,9 @@ RESULTS: dict[str, dict] = {
     "measure": _refusable(_obj(("total", "prices"), True, total=NAT, prices={"type": "array", "items": NAT},
                                surface_tokens=INT, baseline=_obj(("kind", "tokens"), kind={"enum": [
                                    "usage", "estimated", "none"]}, tokens=INT))),
-    "projection": {"oneOf": [_obj(("total",), total=INT, usage=TOKEN_USAGE),
+    "projection": {"oneOf": [_obj(("total",), total=INT, usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN),
                              _obj(("total", "error"), total={"type": "null"}, error=REFUSAL["properties"]["error"],
-                                  usage=TOKEN_USAGE)]},
+                                  usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN)]},
     "select_range": _refusable(_obj(("range",), range={"oneOf": [{"type": "null"}, _obj(
         ("start", "end"), start=NAT, end=NAT)]})),
     "prune": _refusable(_obj(("kind", "pruned", "failure", "generation", "appended"),

@@ -19,9 +19,12 @@ from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
 from surfacecheck.trace import Step, Violation
 
 STATE_QUERIES = ("surface", "cuts", "measure", "projection")
-USAGE = ("projection", {"usage": True})
-"""The cumulative ``tokenUsage`` (spec 5.2), compared after the state queries. Found by ``surfacecheck mutate``
-(issue 16): before, no lockstep comparison read it, and mutants of dsh's usage fold survived."""
+OBSERVABILITY = ("projection", {"usage": True, "breakdown": True})
+"""The observability surfaces beside the pressure total (spec 5.2): the cumulative ``tokenUsage`` and the
+``contextBreakdown`` composition, compared after the state queries (``lockstep-usage``, ``lockstep-breakdown``).
+Found by ``surfacecheck mutate`` (issue 16): before, no lockstep comparison read either, and mutants of dsh's
+usage fold and of its breakdown unit survived the whole gate."""
+OBSERVED_PARTS = (("usage", "token usage"), ("breakdown", "context breakdown"))
 LOCKSTEP_PREFIX = "lockstep-"
 RUNTIME_EXCEPTION = "runtime-exception"
 IGNORED_RESULT_KEYS = frozenset({"labels", "elapsed", "time_ns"})
@@ -162,16 +165,18 @@ class Lockstep:
             if violation is not None:
                 return violation, seen
         if "projection" in self.state_queries:
-            op, args = USAGE
+            op, args = OBSERVABILITY
             expected, observed = call_runtime(self.reference, op, args), call_runtime(self.runtime, op, args)
-            seen[f"{op}:{sorted(args.items())!r}"] = observed  # StepQuery's key: a monitor asking gets this answer
             if "__crash__" in observed:
-                return Violation(RUNTIME_EXCEPTION, f"{op} usage query raised {observed['__crash__']}", number,
-                                 None, observed["__crash__"]), seen
-            violation = _compare(f"{LOCKSTEP_PREFIX}usage", number, "state token usage after the step", expected,
-                                 observed)
-            if violation is not None:
-                return violation, seen
+                return Violation(RUNTIME_EXCEPTION, f"{op} observability query raised {observed['__crash__']}",
+                                 number, None, observed["__crash__"]), seen
+            seen[f"{op}:{sorted(args.items())!r}"] = observed  # StepQuery's keys: a monitor asking gets this answer
+            seen[f"{op}:{sorted({'usage': True}.items())!r}"] = {k: v for k, v in observed.items() if k != "breakdown"}
+            for part, what in OBSERVED_PARTS:
+                violation = _compare(f"{LOCKSTEP_PREFIX}{part}", number, f"state {what} after the step",
+                                     {part: expected.get(part)}, {part: observed.get(part)})
+                if violation is not None:
+                    return violation, seen
         return None, seen
 
 

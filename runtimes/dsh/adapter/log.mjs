@@ -73,6 +73,8 @@ export function logOps(world) {
     projection(args) {
       const usage = args.usage ?? false;
       if (typeof usage !== 'boolean') throw new ProtocolError('bad-args', 'usage is a boolean');
+      const breakdown = args.breakdown ?? false;
+      if (typeof breakdown !== 'boolean') throw new ProtocolError('bad-args', 'breakdown is a boolean');
       const pressure = world.units.contextPressure;
       const reply = pressure.error ? { total: null, error: pressure.error } : { total: pressure.state.surfaceTokens };
       if (usage) {
@@ -80,6 +82,10 @@ export function logOps(world) {
         const t = u.error ? null : u.def.view(u.state);
         reply.usage = t === null ? null : { inputTokens: t.uncachedInputTokens, outputTokens: t.outputTokens,
           cacheReadTokens: t.cacheReadTokens, cacheWriteTokens: t.cacheWriteTokens };
+      }
+      if (breakdown) { // dsh's contextBreakdown unit (breakdown-projection.ts, spec 5.2): its own view
+        const b = world.units.contextBreakdown;
+        reply.breakdown = b.error ? null : b.def.view(b.state);
       }
       return reply;
     },

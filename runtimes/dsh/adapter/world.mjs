@@ -6,7 +6,7 @@ import { foldError, CLAIM } from './refusal.mjs';
 /** The projection units the adapter reads, folded per committed event with dsh's own unit definitions
  * (TokenMeter registers them with `sessionProjections`). A unit whose `apply` throws is stuck from that
  * event on: the protocol's "null once its claim fold threw; it stays null" (spec 5.1). */
-const UNITS = ['contextPressure', 'tokenUsage'];
+const UNITS = ['contextPressure', 'tokenUsage', 'contextBreakdown'];
 
 export class World {
   constructor(dsh) {

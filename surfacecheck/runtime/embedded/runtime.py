@@ -12,7 +12,7 @@ from typing import Any, Callable
 from model.errors import ModelError
 
 from ..api import PROTOCOL, ProtocolError, dispatch
-from ..codec import event_kwargs, refusal, usage_requested
+from ..codec import breakdown_requested, event_kwargs, refusal, usage_requested
 from .compaction import Compactor
 from .context import ContextRetention
 from .meter import IncrementalMeter
@@ -22,6 +22,7 @@ from .projection import ShadowPriceProjection
 from .session import EmbeddedSession
 from .tracker import LogTracker
 from .transaction import Transaction
+from .breakdown import Composition
 from .usage import UsageTotals
 
 FOLD_ERRORS = (ModelError, KeyError, TypeError, IndexError, AttributeError)
@@ -83,6 +84,7 @@ class EmbeddedRuntime:
         self.tracker = self.tracker_class()
         self.context = self.context_class()
         self.usage = UsageTotals()
+        self.composition = Composition()
         self.meter_error: ModelError | None = None
         self.projection_error: ModelError | None = None
         if reopen_engine:
@@ -110,6 +112,7 @@ class EmbeddedRuntime:
                 self.projection_error = as_model_error(exc, event)
         self.tracker.observe(event)
         self.usage.observe(event)
+        self.composition.observe(event)
         self.context.observe(event)
         self.engine.observe(event)
 
@@ -154,14 +157,17 @@ class EmbeddedRuntime:
                 "baseline": m["baseline"]}
 
     def _projection(self, args: dict) -> dict:
-        """The running total (spec 5.1); with ``usage: true`` also the `tokenUsage` buckets (spec 5.2)."""
-        with_usage = usage_requested(args)
+        """The running total (spec 5.1); with ``usage: true`` also the `tokenUsage` buckets, with ``breakdown:
+        true`` the `contextBreakdown` composition (spec 5.2)."""
+        with_usage, with_breakdown = usage_requested(args), breakdown_requested(args)
         if self.projection_error is not None:
             reply = {"total": None, **refusal(self.projection_error)}
         else:
             reply = {"total": self.projection.running_total}
         if with_usage:
             reply["usage"] = self.usage.report()
+        if with_breakdown:
+            reply["breakdown"] = self.composition.report(reply["total"])
         return reply
 
 

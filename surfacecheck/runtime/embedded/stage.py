@@ -18,9 +18,9 @@ from ...stage import OK, VIOLATION, CheckContext, StageResult
 from ..api import RuntimeUnavailable
 
 STATE_OPS = ("surface", "cuts", "measure", "projection")
-STATE_CALLS = tuple((op, {}) for op in STATE_OPS) + (("projection", {"usage": True}),)
-"""The state compared at every replacement, refusal and at the end, with the cumulative token usage (spec 5.2;
-added when ``surfacecheck mutate`` showed no comparison read it)."""
+STATE_CALLS = tuple((op, {}) for op in STATE_OPS) + (("projection", {"usage": True, "breakdown": True}),)
+"""The state compared at every replacement, refusal and at the end, with the cumulative token usage and the
+context breakdown (spec 5.2; added when ``surfacecheck mutate`` showed no comparison read them)."""
 SHAPE_ERRORS = (KeyError, TypeError, IndexError, AttributeError)
 
 
