@@ -33,7 +33,7 @@ from typing import Any, Protocol
 PROTOCOL = "surfacecheck-runtime/1"
 LEVELS = ("log", "compaction", "policy")
 OPS: dict[str, tuple[str, ...]] = {
-    "log": ("reset", "append", "surface", "cuts", "measure", "projection"),
+    "log": ("reset", "append", "surface", "cuts", "measure", "projection", "events"),
     "compaction": ("select_range", "prune", "compact"),
     "policy": ("configure", "pre_step", "request_error", "manual_compact", "reload"),
 }

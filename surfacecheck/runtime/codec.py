@@ -206,6 +206,23 @@ def usage_requested(args: dict) -> bool:
     return _flag(args, "usage")
 
 
+def command_raw_input(args_text: str) -> str:
+    """What dsh's command executor records as ``command/run.args`` for ``manual_compact {args}`` (spec 11.1): the
+    command line is ``/compact`` + the text, a space between unless the text is empty or starts with whitespace,
+    and the executor's raw input is everything after the command name, the separator included."""
+    if not args_text or args_text[0] in " \t\n\r":
+        return args_text
+    return " " + args_text
+
+
+def events_from(args: dict) -> int:
+    """``events``'s ``from``: the first seq to answer (default 0)."""
+    start = args.get("from", 0)
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ProtocolError("bad-args", "from is a non-negative integer")
+    return start
+
+
 def breakdown_requested(args: dict) -> bool:
     """``projection``'s optional ``breakdown: true``: also answer the `contextBreakdown` composition (spec 5.2,
     D4: system and tools priced from the last `request/header`, messages the claim-fold running total)."""

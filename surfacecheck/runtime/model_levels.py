@@ -26,8 +26,8 @@ from model.summarizer import ScriptedSummarizer, SummaryScript
 from model.transaction import TransactionOptions, compact_surface_region
 
 from .api import ProtocolError, bind_level_ops
-from .codec import (claimed_messages, compaction_result, configure_args, context_sections, failure, faults, refusal,
-                    require, snapshot_id, step_marker, summary_scripts)
+from .codec import (claimed_messages, command_raw_input, compaction_result, configure_args, context_sections,
+                    failure, faults, refusal, require, snapshot_id, step_marker, summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
 
@@ -245,7 +245,8 @@ class _Ops:
         box: dict = {}
 
         def transition(session, summ, f):
-            after, result, labels = compact_command(session, command_id, raw, summarizer=summ, faults=f,
+            after, result, labels = compact_command(session, command_id, command_raw_input(raw), summarizer=summ,
+                                                    faults=f,
                                                     caller_aborted=aborted, agent_idle=idle,
                                                     max_tokens=summary_max_tokens(session, self.state.env.policy.compaction))
             box["result"] = result

@@ -23,7 +23,7 @@ from model.runtime_context import NEVER, fold_retained
 from model.session import Session, append
 
 from .api import PROTOCOL, ProtocolError, dispatch
-from .codec import breakdown_requested, event_kwargs, refusal, usage_requested
+from .codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
 
 
 class ModelRuntime:
@@ -33,7 +33,7 @@ class ModelRuntime:
 
     def __init__(self) -> None:
         self._ops: dict[str, Callable[[dict], dict]] = {
-            "reset": self._reset, "append": self._append, "surface": self._surface, "cuts": self._cuts,
+            "reset": self._reset, "append": self._append, "surface": self._surface, "events": self._events, "cuts": self._cuts,
             "measure": self._measure, "projection": self._projection,
         }
         self.levels: tuple[str, ...] = ("log",)
@@ -131,6 +131,11 @@ class ModelRuntime:
             return refusal(exc)
         self.adopt(session)
         return {"seq": event.seq, "generation": session.generation}
+
+    def _events(self, args: dict) -> dict:
+        """The log from seq ``from`` on, each event as written (spec 1.1; read-only)."""
+        start = events_from(args)
+        return {"events": [event.to_json() for event in self.session.log[start:]]}
 
     def _surface(self, args: dict) -> dict:
         return {"nodes": list(self.session.nodes), "generation": self.session.generation}

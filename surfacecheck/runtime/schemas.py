@@ -74,6 +74,7 @@ ARGS: dict[str, dict] = {
     "hello": _obj(), "bench": _obj(("sizes",), True, sizes={"type": "array", "items": NAT}, appends=NAT),
     "reset": _obj(), "append": _obj(("event",), event=EVENT), "surface": _obj(), "cuts": _obj(),
     "measure": _obj(), "projection": _obj(usage={"type": "boolean"}, breakdown={"type": "boolean"}),
+    "events": _obj(**{"from": NAT}),
     "select_range": _obj(("retain_tokens",), retain_tokens=NAT),
     "prune": _obj(pruner={"type": ["object", "null"]}, **RUN_ARGS),
     "compact": _obj(("start", "end"), start=NAT, end=NAT, manual={"type": "boolean"}, aborted={"type": "boolean"},
@@ -99,6 +100,8 @@ RESULTS: dict[str, dict] = {
     "reset": _obj(("generation",), True, generation={"const": 0}),
     "append": _refusable(_obj(("seq", "generation"), seq=NAT, generation=NAT)),
     "surface": _obj(("nodes", "generation"), nodes={"type": "array", "items": NAT}, generation=NAT),
+    "events": _obj(("events",), events={"type": "array", "items": _obj(("type", "seq", "time", "data"), True,
+                                                                         type={"type": "string"}, seq=NAT)}),
     "cuts": _refusable(_obj(("balanced",), balanced={"type": "array", "minItems": 1, "items": {"type": "boolean"}})),
     "measure": _refusable(_obj(("total", "prices"), True, total=NAT, prices={"type": "array", "items": NAT},
                                surface_tokens=INT, baseline=_obj(("kind", "tokens"), kind={"enum": [

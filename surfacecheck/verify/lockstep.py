@@ -25,6 +25,12 @@ OBSERVABILITY = ("projection", {"usage": True, "breakdown": True})
 Found by ``surfacecheck mutate`` (issue 16): before, no lockstep comparison read either, and mutants of dsh's
 usage fold and of its breakdown unit survived the whole gate."""
 OBSERVED_PARTS = (("usage", "token usage"), ("breakdown", "context breakdown"))
+MINTED_IDS = ("id", "commandId", "sourceCommandId")
+"""Event data fields holding ids a runtime mints itself (dsh: a random UUID for the checkpoint message, a random
+command id): compared by where they recur, not by their spelling (each side's ids named in order of appearance)."""
+UNMODELLED = {"compaction/summary": ("provider", "model")}
+"""Event data the model does not reproduce: the summarizer's route (spec 8.4: the policy's summarization fields,
+else the latest request/header, else the agent's options); the model's scripted summarizer names its own."""
 LOCKSTEP_PREFIX = "lockstep-"
 RUNTIME_EXCEPTION = "runtime-exception"
 IGNORED_RESULT_KEYS = frozenset({"labels", "elapsed", "time_ns"})
@@ -112,6 +118,8 @@ class Lockstep:
         self.prefer = prefer  # when a step breaks several properties, report this one (a replayed trace's)
         self.steps: list[Step] = []
         self.violation: Violation | None = None
+        self.logged = 0  # events of the log compared so far (lockstep-log)
+        self._names: tuple[dict, dict] = ({}, {})  # each side's minted ids, in order of appearance
 
     def run(self, step: Step) -> tuple[dict, Violation | None]:
         self.steps.append(step)
@@ -127,6 +135,8 @@ class Lockstep:
             if "__crash__" in expected:
                 raise RuntimeError(f"reference model crashed on step {number} {step.op}: {expected['__crash__']}")
             violation = _compare(f"{LOCKSTEP_PREFIX}result", number, f"{step.op} result", expected, observed)
+            if step.op == "reset":
+                self.logged, self._names = 0, ({}, {})
             if violation is None:
                 violation, preset = self._compare_state(number)
         if "__crash__" not in observed:
@@ -177,7 +187,48 @@ class Lockstep:
                                      {part: expected.get(part)}, {part: observed.get(part)})
                 if violation is not None:
                     return violation, seen
+        if "surface" in self.state_queries:
+            return self._compare_log(number), seen
         return None, seen
+
+    def _compare_log(self, number: int) -> Violation | None:
+        """The events the step wrote, as written (spec 1.1): not only their types (``appended``) but their data —
+        the summary, its span and price, usage, the checkpoint text, the command records. Found by ``surfacecheck
+        mutate`` (issue 16): before, nothing read what dsh wrote into its own events."""
+        args = {"from": self.logged}
+        expected, observed = call_runtime(self.reference, "events", args), call_runtime(self.runtime, "events", args)
+        if "__crash__" in observed:
+            return Violation(RUNTIME_EXCEPTION, f"events query raised {observed['__crash__']}", number, None,
+                             observed["__crash__"])
+        written = expected.get("events") or []
+        self.logged += len(written)
+        a = {"events": [_as_compared(e, self._names[0]) for e in written]}
+        b = {"events": [_as_compared(e, self._names[1]) for e in observed.get("events") or []]}
+        return _compare(f"{LOCKSTEP_PREFIX}log", number, "the events the step wrote", a, b)
+
+
+def _as_compared(event: Any, names: dict) -> Any:
+    """``event`` with its minted ids named by first appearance (keys walked in sorted order, so the names never
+    depend on how a runtime orders its keys) and the unmodelled data left out."""
+    if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
+        return event
+    data = {k: v for k, v in event["data"].items() if k not in UNMODELLED.get(event.get("type"), ())}
+    return {**event, "data": _named(data, names)}
+
+
+def _named(value: Any, names: dict) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for key in sorted(value):
+            item = value[key]
+            if key in MINTED_IDS and isinstance(item, str):
+                out[key] = names.setdefault(item, f"#{len(names) + 1}")
+            else:
+                out[key] = _named(item, names)
+        return out
+    if isinstance(value, list):
+        return [_named(v, names) for v in value]
+    return value
 
 
 def _compare(prop: str, number: int, what: str, expected: dict, observed: dict) -> Violation | None:

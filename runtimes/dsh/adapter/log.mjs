@@ -21,10 +21,12 @@ export function logOps(world) {
     if ('surfaceOp' in event) opts.surfaceOp = event.surfaceOp;
     if ('sourceEventSeqs' in event) opts.sourceEventSeqs = event.sourceEventSeqs;
     const last = session.events.at(-1);
+    const before = clock();
     setClock(event.time ?? (last ? last.time : 0));
     try {
       session.append(event.type, event.data, opts);
     } catch (err) {
+      setClock(before); // a refused event wrote nothing: the world's clock is where the log left it
       return appendRefusal(err, seq);
     }
     return { seq, generation: session.surface.replaceGeneration };
@@ -39,6 +41,13 @@ export function logOps(world) {
     append(args) {
       if (!('event' in args)) throw new ProtocolError('bad-args', "missing argument 'event'");
       return appendEvent(args.event);
+    },
+    /** The log from seq `from` on, every event as Session.append wrote it (read-only): what the runtime wrote is
+     * compared, not only its types (surfacecheck mutate found the data of dsh's own events never read). */
+    events(args) {
+      const from = args.from ?? 0;
+      if (!Number.isInteger(from) || from < 0) throw new ProtocolError('bad-args', 'from is a non-negative integer');
+      return { events: world.session.events.slice(from).map((e) => JSON.parse(JSON.stringify(e))) };
     },
     surface() {
       const surface = world.session.surface;

@@ -15,6 +15,7 @@ from __future__ import annotations
 from model.config import resolve_compact_spec, resolve_target_policy
 from model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, TargetPressureConfigError
 
+from ..codec import command_raw_input
 from .compaction import NO_FAULTS, Compactor
 from .transaction import TxOptions, TxOutcome
 
@@ -211,7 +212,7 @@ class Engine:
         span = False
         if not raw.strip() and agent_idle:  # select before writing: a refusal leaves the log untouched
             span = self._compactor().select_range(0)
-        session.append("command/run", {"commandId": command_id, "name": "compact", "args": raw,
+        session.append("command/run", {"commandId": command_id, "name": "compact", "args": command_raw_input(raw),
                                        "source": {"kind": "user"}})
         if raw.strip():
             result = {"kind": "error", "text": "Usage: /compact (no arguments)", "sourceEventSeq": None}

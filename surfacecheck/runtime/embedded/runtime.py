@@ -7,12 +7,13 @@ stuck (spec 4.2 "a failing event remains unread"): ``measure`` then answers the 
 """
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Any, Callable
 
 from model.errors import ModelError
 
 from ..api import PROTOCOL, ProtocolError, dispatch
-from ..codec import breakdown_requested, event_kwargs, refusal, usage_requested
+from ..codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
 from .compaction import Compactor
 from .context import ContextRetention
 from .meter import IncrementalMeter
@@ -54,7 +55,7 @@ class EmbeddedRuntime:
 
     def __init__(self) -> None:
         self._ops: dict[str, Callable[[dict], dict]] = {
-            "reset": self._reset, "append": self._append, "surface": self._surface, "cuts": self._cuts,
+            "reset": self._reset, "append": self._append, "surface": self._surface, "events": self._events, "cuts": self._cuts,
             "measure": self._measure, "projection": self._projection,
         }
         from . import levels  # compaction + policy ops
@@ -139,6 +140,11 @@ class EmbeddedRuntime:
         except ModelError as exc:
             return refusal(exc)
         return {"seq": event["seq"], "generation": self.session.generation}
+
+    def _events(self, args: dict) -> dict:
+        """The log from seq ``from`` on, each event as written (spec 1.1; read-only)."""
+        start = events_from(args)
+        return {"events": [deepcopy(event) for event in self.session.log[start:]]}
 
     def _surface(self, args: dict) -> dict:
         return {"nodes": list(self.session.surface.nodes), "generation": self.session.generation}
