@@ -270,7 +270,7 @@ def test_sample_script_reaches_every_op():
         results.append((op, runtime.call(op, args)))
         labels += list(runtime.last_labels)
     ops = {op for op, _ in results}
-    assert ops == {"reset", "append", "surface", "cuts", "measure", "projection", "select_range", "prune", "compact",
+    assert ops == {"reset", "append", "surface", "cuts", "measure", "projection", "events", "select_range", "prune", "compact",
                    "configure", "pre_step", "request_error", "manual_compact", "reload"}
     kinds = {(op, r.get("kind")) for op, r in results}
     assert {("pre_step", "pruned"), ("compact", "failed"), ("compact", "success"), ("request_error", "retry"),

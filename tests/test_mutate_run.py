@@ -65,7 +65,7 @@ def test_the_shortcuts_change_the_time_never_a_verdict(tmp_path):
     fast, slow = tmp_path / "fast", tmp_path / "slow"
     runs = {}
     for folder, extra in ((fast, ()), (slow, ("--no-shortcut",))):
-        code, doc, err = mutate("--runtime", "dsh", "--files", "dsh-compaction/checkpoint.js", "--report-dir",
+        code, doc, err = mutate("--runtime", "dsh", "--files", "dsh-token-meter/surface-fold.js", "--report-dir",
                                 str(folder), *extra)
         assert code == 0, err[-2000:]
         runs[folder] = doc

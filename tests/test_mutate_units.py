@@ -94,7 +94,8 @@ def test_a_pristine_recording_passes_only_what_the_full_run_passes(broken_tree, 
     args = {"timeout": 10.0, "corpus": None, "verify_profile": "smoke"}
     worker = Worker(chosen, {"spec": "dsh", **args})
     try:
-        assert worker.prepare()["recorded"] == len(chosen)  # every witness, protocol and verify
+        prepared = worker.prepare()
+        assert prepared["recorded"] == len(chosen), prepared["not_recorded"]  # every witness, protocol and verify
         recordings = worker.recordings
     finally:
         worker.close()

@@ -142,9 +142,9 @@ class Worker:
         from .pristine import record
 
         started = time.perf_counter()
-        self.recordings = record([u for u in self.units if not u.id.startswith("log:")], self.open())
+        self.recordings, skipped = record([u for u in self.units if not u.id.startswith("log:")], self.open())
         return {"status": "prepared", "recorded": len(self.recordings), "units": len(self.units),
-                "seconds": round(time.perf_counter() - started, 2)}
+                "not_recorded": skipped, "seconds": round(time.perf_counter() - started, 2)}
 
     def run(self, request: dict) -> dict:
         runtime_activated = request.get("activation") == "runtime" and request.get("mutant") is not None \

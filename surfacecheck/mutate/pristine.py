@@ -72,9 +72,11 @@ class Recording:
     digests: tuple[str, ...]
 
 
-def record(units: list[Unit], shared: Shared) -> dict[str, Recording]:
-    """Run every unit on ``shared``'s runtime — the unmutated one — and keep the sound recordings."""
+def record(units: list[Unit], shared: Shared) -> tuple[dict[str, Recording], dict[str, str]]:
+    """Run every unit on ``shared``'s runtime — the unmutated one — and keep the sound recordings; the units left
+    without one, with the reason."""
     recordings: dict[str, Recording] = {}
+    skipped: dict[str, str] = {}
     for unit in units:
         recorder = Recorder(shared.runtime())
         shared.recorder = recorder
@@ -82,17 +84,27 @@ def record(units: list[Unit], shared: Shared) -> dict[str, Recording]:
             outcome = unit.run(shared)
         finally:
             shared.recorder = None
-        if outcome.status != PASSED or not recorder.clean or not recorder.calls or recorder.calls[0][0] != "reset":
+        if outcome.status != PASSED:
+            skipped[unit.id] = f"{outcome.status} on the unmutated runtime: {outcome.message[:200]}"
+            continue
+        if not recorder.clean or not recorder.calls or recorder.calls[0][0] != "reset":
+            skipped[unit.id] = "a protocol error, no request, or a first request other than reset"
             continue
         runtime = shared.runtime()
         again = runtime.call("replay", {"calls": recorder.calls})["answers"]
-        if len(again) != len(recorder.answers) or any("error" in a for a in again) or \
-                [without_timing(a["result"]) for a in again] != [without_timing(a) for a in recorder.answers]:
-            continue  # the answers depend on more than the requests: no shortcut for this unit
+        differs = next((i for i, (a, b) in enumerate(zip(again, recorder.answers))
+                        if "error" in a or without_timing(a["result"]) != without_timing(b)), None)
+        if len(again) != len(recorder.answers) or differs is not None:
+            # the answers depend on more than the requests: no shortcut for this unit
+            skipped[unit.id] = f"replaying its requests gave other answers (request {differs}: " \
+                               f"{recorder.calls[differs][0] if differs is not None else 'count'})"
+            continue
         digests = runtime.call("replay", {"calls": recorder.calls, "digest": True})["answers"]
         if len(digests) == len(recorder.calls) and all("digest" in d for d in digests):
             recordings[unit.id] = Recording(recorder.calls, tuple(d["digest"] for d in digests))
-    return recordings
+        else:
+            skipped[unit.id] = "the digest replay stopped early"
+    return recordings, skipped
 
 
 def shortcut(recording: Recording, shared: Shared) -> Outcome | None:

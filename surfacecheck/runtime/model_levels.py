@@ -133,14 +133,19 @@ class _Ops:
         start, end = require(args, "start", int), require(args, "end", int)
         manual = require(args, "manual", bool, optional=True, default=False)
         aborted = require(args, "aborted", bool, optional=True, default=False)
-        options = TransactionOptions.manual() if manual else TransactionOptions()
         try:
             outcome, common = self._run(args, lambda s, summ, f: compact_surface_region(
-                s, start, end, options, summ, f, aborted))
+                s, start, end, self._compact_options(s, manual), summ, f, aborted))
         except ModelError as exc:
             return refusal(exc)
         return {"kind": _kind(outcome.error, bool(common["appended"])), "result": compaction_result(outcome.value),
                 "failure": failure(outcome.error), "aborted": outcome.aborted, **common}
+
+    def _compact_options(self, session, manual: bool) -> TransactionOptions:
+        """The engine's region dependencies summarize every request with the routed target policy's maxTokens
+        (spec 8.3, D6: `summarize()`), the direct `compact` op's too; found by ``lockstep-log``."""
+        max_tokens = summary_max_tokens(session, self.state.env.policy.compaction)
+        return TransactionOptions.manual(max_tokens=max_tokens) if manual else TransactionOptions(max_tokens=max_tokens)
 
     # -- policy level (spec 9, 10.2, 11, 1.5) -------------------------------------------------
     def configure(self, args: dict) -> dict:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
+from surfacecheck.runtime.written import as_compared
 from surfacecheck.trace import Step, Violation
 
 STATE_QUERIES = ("surface", "cuts", "measure", "projection")
@@ -25,12 +26,7 @@ OBSERVABILITY = ("projection", {"usage": True, "breakdown": True})
 Found by ``surfacecheck mutate`` (issue 16): before, no lockstep comparison read either, and mutants of dsh's
 usage fold and of its breakdown unit survived the whole gate."""
 OBSERVED_PARTS = (("usage", "token usage"), ("breakdown", "context breakdown"))
-MINTED_IDS = ("id", "commandId", "sourceCommandId")
-"""Event data fields holding ids a runtime mints itself (dsh: a random UUID for the checkpoint message, a random
-command id): compared by where they recur, not by their spelling (each side's ids named in order of appearance)."""
-UNMODELLED = {"compaction/summary": ("provider", "model")}
-"""Event data the model does not reproduce: the summarizer's route (spec 8.4: the policy's summarization fields,
-else the latest request/header, else the agent's options); the model's scripted summarizer names its own."""
+
 LOCKSTEP_PREFIX = "lockstep-"
 RUNTIME_EXCEPTION = "runtime-exception"
 IGNORED_RESULT_KEYS = frozenset({"labels", "elapsed", "time_ns"})
@@ -202,33 +198,9 @@ class Lockstep:
                              observed["__crash__"])
         written = expected.get("events") or []
         self.logged += len(written)
-        a = {"events": [_as_compared(e, self._names[0]) for e in written]}
-        b = {"events": [_as_compared(e, self._names[1]) for e in observed.get("events") or []]}
+        a = {"events": [as_compared(e, self._names[0]) for e in written]}
+        b = {"events": [as_compared(e, self._names[1]) for e in observed.get("events") or []]}
         return _compare(f"{LOCKSTEP_PREFIX}log", number, "the events the step wrote", a, b)
-
-
-def _as_compared(event: Any, names: dict) -> Any:
-    """``event`` with its minted ids named by first appearance (keys walked in sorted order, so the names never
-    depend on how a runtime orders its keys) and the unmodelled data left out."""
-    if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
-        return event
-    data = {k: v for k, v in event["data"].items() if k not in UNMODELLED.get(event.get("type"), ())}
-    return {**event, "data": _named(data, names)}
-
-
-def _named(value: Any, names: dict) -> Any:
-    if isinstance(value, dict):
-        out = {}
-        for key in sorted(value):
-            item = value[key]
-            if key in MINTED_IDS and isinstance(item, str):
-                out[key] = names.setdefault(item, f"#{len(names) + 1}")
-            else:
-                out[key] = _named(item, names)
-        return out
-    if isinstance(value, list):
-        return [_named(v, names) for v in value]
-    return value
 
 
 def _compare(prop: str, number: int, what: str, expected: dict, observed: dict) -> Violation | None:

@@ -73,7 +73,10 @@ class SurfacecheckTestRunner {
   async startGate() {
     this.gate = new Gate();
     const reply = await this.gate.run({ prepare: true }, 0);
-    if (reply.status === 'prepared') this.log.info(`gate prepared in ${reply.seconds} s: ${reply.recorded} of ${reply.units} units recorded`);
+    if (reply.status === 'prepared') {
+      this.log.info(`gate prepared in ${reply.seconds} s: ${reply.recorded} of ${reply.units} units recorded`);
+      for (const [unit, why] of Object.entries(reply.not_recorded ?? {})) this.log.info(`  not recorded: ${unit}: ${why}`);
+    }
     else this.log.warn(`gate not prepared (${reply.message ?? reply.status}): every unit runs in full`);
   }
 

@@ -100,7 +100,7 @@ class LevelOps:
         start, end = require(args, "start", int), require(args, "end", int)
         manual = require(args, "manual", bool, optional=True, default=False)
         aborted = require(args, "aborted", bool, optional=True, default=False)
-        options = TxOptions(manual=manual)
+        options = TxOptions(manual=manual, max_tokens=self.rt.engine._summary_max_tokens())  # summarize(), spec 8.3
         try:
             outcome, common = self._run(args, lambda scripts, faults: self.rt.transaction_class(self.rt, scripts, faults).run(
                 start, end, options, aborted))

@@ -1,0 +1,45 @@
+"""The events a runtime wrote, as the suite compares them (spec 1.1): every field, except what the runtime mints
+for itself and what the model does not reproduce. Shared by the lockstep (``lockstep-log``) and the runtime
+stage's protocol sample (``events``)."""
+from __future__ import annotations
+
+from typing import Any
+
+MINTED_IDS = ("id", "commandId", "sourceCommandId")
+"""Event data fields holding ids a runtime mints itself (dsh: a random UUID for the checkpoint message, a random
+command id): compared by where they recur, not by their spelling (each side's ids named in order of appearance)."""
+UNMODELLED = {"compaction/summary": ("provider", "model")}
+"""Event data the model does not reproduce: the summarizer's route (spec 8.4: the policy's summarization fields,
+else the latest request/header, else the agent's options); the model's scripted summarizer names its own."""
+
+
+def as_compared(event: Any, names: dict) -> Any:
+    """``event`` with its minted ids named by first appearance (keys walked in sorted order, so the names never
+    depend on how a runtime orders its keys) and the unmodelled data left out."""
+    if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
+        return event
+    data = {k: v for k, v in event["data"].items() if k not in UNMODELLED.get(event.get("type"), ())}
+    return {**event, "data": _named(data, names)}
+
+
+def _named(value: Any, names: dict) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for key in sorted(value):
+            item = value[key]
+            if key in MINTED_IDS and isinstance(item, str):
+                out[key] = names.setdefault(item, f"#{len(names) + 1}")
+            else:
+                out[key] = _named(item, names)
+        return out
+    if isinstance(value, list):
+        return [_named(v, names) for v in value]
+    return value
+
+
+def events_as_compared(answer: Any) -> Any:
+    """An ``events`` answer with every event as compared (ids named afresh for this answer)."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("events"), list):
+        return answer
+    names: dict = {}
+    return {**answer, "events": [as_compared(e, names) for e in answer["events"]]}
