@@ -7,7 +7,8 @@ from typing import Any
 
 MINTED_IDS = ("id", "commandId", "sourceCommandId")
 """Event data fields holding ids a runtime mints itself (dsh: a random UUID for the checkpoint message, a random
-command id): compared by where they recur, not by their spelling (each side's ids named in order of appearance)."""
+command id): compared by where they recur, not by their spelling: each side's ids are named in order of appearance
+within one answer (the events one step wrote), so a name never depends on what came before."""
 UNMODELLED = {"compaction/summary": ("provider", "model")}
 """Event data the model does not reproduce: the summarizer's route (spec 8.4: the policy's summarization fields,
 else the latest request/header, else the agent's options); the model's scripted summarizer names its own."""

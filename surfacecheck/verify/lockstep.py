@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
-from surfacecheck.runtime.written import as_compared
+from surfacecheck.runtime.written import events_as_compared
 from surfacecheck.trace import Step, Violation
 
 STATE_QUERIES = ("surface", "cuts", "measure", "projection")
@@ -115,7 +115,6 @@ class Lockstep:
         self.steps: list[Step] = []
         self.violation: Violation | None = None
         self.logged = 0  # events of the log compared so far (lockstep-log)
-        self._names: tuple[dict, dict] = ({}, {})  # each side's minted ids, in order of appearance
 
     def run(self, step: Step) -> tuple[dict, Violation | None]:
         self.steps.append(step)
@@ -132,7 +131,7 @@ class Lockstep:
                 raise RuntimeError(f"reference model crashed on step {number} {step.op}: {expected['__crash__']}")
             violation = _compare(f"{LOCKSTEP_PREFIX}result", number, f"{step.op} result", expected, observed)
             if step.op == "reset":
-                self.logged, self._names = 0, ({}, {})
+                self.logged = 0
             if violation is None:
                 violation, preset = self._compare_state(number)
         if "__crash__" not in observed:
@@ -198,8 +197,7 @@ class Lockstep:
                              observed["__crash__"])
         written = expected.get("events") or []
         self.logged += len(written)
-        a = {"events": [as_compared(e, self._names[0]) for e in written]}
-        b = {"events": [as_compared(e, self._names[1]) for e in observed.get("events") or []]}
+        a, b = events_as_compared({"events": written}), events_as_compared({"events": observed.get("events") or []})
         return _compare(f"{LOCKSTEP_PREFIX}log", number, "the events the step wrote", a, b)
 
 

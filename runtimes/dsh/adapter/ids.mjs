@@ -19,7 +19,8 @@ export function install(world) {
     world.open = (seed) => { minted = 0; return open(seed); };
     globalThis.crypto.randomUUID = () => {
       minted += 1;
-      return `00000000-0000-4000-8000-${minted.toString(16).padStart(12, '0')}`;
+      // the count leads: dsh slices the first 8 characters for the command executor's instance token
+      return `${minted.toString(16).padStart(8, '0')}-0000-4000-8000-000000000000`;
     };
   }
 }
