@@ -13,10 +13,9 @@ protocol error, and replaying its requests gave back the answers it saw.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 
-from .units import PASSED, Outcome, Shared, Unit, _guarded
+from .units import FAILED, PASSED, Outcome, Shared, Unit, _guarded
 
 TIMING_KEYS = frozenset({"elapsed", "time_ns"})
 """Keys whose values are the clock's, not the runtime's behaviour: left out of comparisons and digests (the
@@ -111,15 +110,10 @@ def shortcut(recording: Recording, shared: Shared) -> Outcome | None:
     """The unit's unmutated verdict (passed) when the runtime answers every recorded request with the unmutated
     digest; ``None`` when an answer differs (run the unit). A runtime that hangs or dies is inconclusive, as the
     unit itself would find it."""
-    started = time.perf_counter()
-    equal = []
-
     def body() -> Outcome:
         answers = shared.runtime().call("replay", {"calls": recording.calls, "digest": True})["answers"]
-        equal.append(len(answers) == len(recording.digests) and
-                     all(a.get("digest") == d for a, d in zip(answers, recording.digests)))
-        return Outcome(PASSED)
-    outcome = _guarded(body)
-    if outcome.status != PASSED:
-        return outcome
-    return Outcome(PASSED, seconds=round(time.perf_counter() - started, 3)) if equal[0] else None
+        same = len(answers) == len(recording.digests) and \
+            all(a.get("digest") == d for a, d in zip(answers, recording.digests))
+        return Outcome(PASSED) if same else Outcome(FAILED, "an answer differs from the unmutated one")
+    outcome = _guarded(body)  # timed; a hung or dead runtime is inconclusive
+    return None if outcome.status == FAILED else outcome
