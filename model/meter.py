@@ -129,6 +129,10 @@ class Measurement:
     def seqs(self) -> tuple[int, ...]:
         return tuple(seq for seq, _ in self.nodes)
 
+    @property
+    def prices(self) -> tuple[int, ...]:
+        return tuple(price for _, price in self.nodes)
+
 
 def node_price(event: Event) -> int:
     """A surface node's price: `estimateMessage` of its derived message, 0 when it derives none (spec 4.2)."""

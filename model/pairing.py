@@ -8,10 +8,13 @@ tool-call blocks, `tool/result`: −1 (append or replace alike), anything else 0
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import ToolPairingError
 from .event import Event
 from .session import Session
+from . import walk
+from .walk import Walk
 
 
 def event_delta(event: Event) -> int:
@@ -60,19 +63,40 @@ def _lookup(session: Session, seq: int) -> Event:
     return event
 
 
+class Fold(NamedTuple):
+    """The pairing fold's state (spec 3): the next node to fold, and the open calls before its cut."""
+
+    position: int
+    running: int
+
+
+def _fold_start(new_nodes, session: Session, open_calls: int) -> Fold:
+    return Fold(0, open_calls)
+
+
+def _fold_continues(fold: Fold, new_nodes, session: Session, open_calls: int) -> bool:
+    return fold.position < len(new_nodes)
+
+
+def _fold_step(fold: Fold, new_nodes, session: Session, open_calls: int):
+    """Fold one node: its delta moves the running count; the cut after it is balanced at zero."""
+    seq = new_nodes[fold.position]
+    running = fold.running + event_delta(_lookup(session, seq))
+    if running < 0:
+        raise ToolPairingError(
+            f"tool-pairing balance: tool/result at surface seq {seq} has no matching tool-call (corrupt surface)",
+            seq=seq,
+        )
+    return Fold(fold.position + 1, running), running == 0
+
+
+PAIRING_FOLD = Walk("pairing fold (spec 3)", _fold_start, _fold_continues, _fold_step)
+
+
 def extend_cuts(cuts: Cuts, session: Session, new_nodes: tuple[int, ...]) -> Cuts:
     """Fold unseen tail nodes onto `cuts` (spec 3 incremental extension; transactional: raises, never half-applies)."""
-    running = cuts.open_calls
-    balanced = list(cuts.balanced)
-    for seq in new_nodes:
-        running += event_delta(_lookup(session, seq))
-        if running < 0:
-            raise ToolPairingError(
-                f"tool-pairing balance: tool/result at surface seq {seq} has no matching tool-call (corrupt surface)",
-                seq=seq,
-            )
-        balanced.append(running == 0)
-    return Cuts(cuts.nodes + tuple(new_nodes), tuple(balanced), running, session.generation)
+    fold, balanced = walk.run(PAIRING_FOLD, new_nodes, session, cuts.open_calls)
+    return Cuts(cuts.nodes + new_nodes, cuts.balanced + balanced, fold.running, session.generation)
 
 
 def fold_cuts(session: Session) -> Cuts:

@@ -8,11 +8,14 @@ entry of the locked transaction: nothing is written when they fail.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import CompactionError, ManualCompactionError
 from .meter import Measurement
 from .pairing import Cuts, fold_cuts
 from .session import END_SEED, Session
+from . import walk
+from .walk import Walk
 
 
 @dataclass(frozen=True)
@@ -23,15 +26,59 @@ class Range:
     end: int
 
 
+class Retention(NamedTuple):
+    """The retention walk's state (spec 7 step 3): the next node to price walking head-ward, the suffix
+    priced so far, the index kept, and whether the suffix has reached the budget."""
+
+    index: int
+    accumulated: int
+    keep: int
+    reached: bool
+
+
+def _retention_start(prices, retain_tokens) -> Retention:
+    """Nothing priced yet; with no node priced the keep index is the surface's length."""
+    return Retention(len(prices) - 1, 0, len(prices), False)
+
+
+def _retention_continues(walk: Retention, prices, retain_tokens) -> bool:
+    """Walk on until the budget is reached or the head is passed."""
+    return not walk.reached and walk.index >= 0
+
+
+def _retention_step(walk: Retention, prices, retain_tokens):
+    """Price one more node head-ward; it is kept, and the walk stops once the suffix reaches the budget."""
+    accumulated = walk.accumulated + prices[walk.index]
+    return Retention(walk.index - 1, accumulated, walk.index, accumulated >= retain_tokens), None
+
+
+RETENTION_WALK = Walk("retention walk (spec 7 step 3)", _retention_start, _retention_continues, _retention_step)
+
+
 def retention_index(prices: tuple[int, ...], retain_tokens: int) -> int:
     """Spec 7 step 3: the largest index whose suffix sum reaches the budget; the last node is always kept."""
-    accumulated, keep = 0, len(prices)
-    for index in range(len(prices) - 1, -1, -1):
-        accumulated += prices[index]
-        keep = index
-        if accumulated >= retain_tokens:
-            break
+    return walk.run(RETENTION_WALK, prices, retain_tokens)[0].keep
+
+
+def _balance_start(balanced, keep: int) -> int:
     return keep
+
+
+def _balance_continues(keep: int, balanced, start: int) -> bool:
+    """Move on while the cut before ``keep`` would split a tool call from its result."""
+    return keep > 0 and not balanced[keep]
+
+
+def _balance_step(keep: int, balanced, start: int):
+    return keep - 1, None
+
+
+BALANCE_WALK = Walk("balance walk (spec 7 step 4)", _balance_start, _balance_continues, _balance_step)
+
+
+def nearest_balanced_cut(balanced: tuple[bool, ...], keep: int) -> int:
+    """Spec 7 step 4: the nearest balanced cut at or head-ward of ``keep`` (0 when there is none)."""
+    return walk.run(BALANCE_WALK, balanced, keep)[0]
 
 
 def select_compactable_range(session: Session, measurement: Measurement, retain_tokens: int) -> Range | None:
@@ -42,12 +89,10 @@ def select_compactable_range(session: Session, measurement: Measurement, retain_
     nodes = session.nodes
     if nodes != measurement.seqs:
         raise CompactionError("compaction: token-meter surface does not match the current session surface")
-    keep = retention_index(tuple(price for _, price in priced), retain_tokens)
+    keep = retention_index(measurement.prices, retain_tokens)
     if keep == 0:
         return None
-    cuts = fold_cuts(session)
-    while keep > 0 and not cuts.balanced[keep]:
-        keep -= 1
+    keep = nearest_balanced_cut(fold_cuts(session).balanced, keep)
     if keep == 0:
         return None
     return Range(nodes[0], nodes[keep - 1])

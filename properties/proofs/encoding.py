@@ -45,6 +45,7 @@ class FakeMeasurement:
     def __init__(self, seqs: tuple[int, ...], prices):
         self.nodes = tuple(zip(seqs, prices))
         self.seqs = tuple(seqs)
+        self.prices = tuple(prices)
 
 
 def symbolic_delta(node: Node) -> SymInt:

@@ -180,6 +180,8 @@ class _Run:
         self.premises = premises
         self.decisions: list[bool] = []
         self.conditions: list = []
+        self.facts: list = []
+        self.records: list = []
 
     def decide(self, cond) -> bool:
         forced = self.premises.forced(cond)
@@ -199,6 +201,8 @@ class Path:
     condition: Any
     value: Any = None
     error: BaseException | None = None
+    facts: tuple = ()  # what the path assumed about values it met (a summarized loop's exit, see assume())
+    records: tuple = ()  # what the path noted for the caller (the loops it summarized)
 
 
 def explore(fn: Callable[[], Any], *, premises: list | None = None, limit: int = 20000) -> list[Path]:
@@ -221,10 +225,21 @@ def explore(fn: Callable[[], Any], *, premises: list | None = None, limit: int =
             _ACTIVE.pop()
         for position in range(len(run.decisions) - 1, len(prefix) - 1, -1):
             stack.append(run.decisions[:position] + [False])
-        paths.append(Path(z3.And(run.conditions) if run.conditions else z3.BoolVal(True), value, error))
+        paths.append(Path(z3.And(run.conditions) if run.conditions else z3.BoolVal(True), value, error,
+                          tuple(run.facts), tuple(run.records)))
         if len(paths) > limit:
             raise PathLimit(f"more than {limit} paths")
     return paths
+
+
+def assume(fact, record: Any = None) -> None:
+    """Inside :func:`explore`: the current path holds only where ``fact`` does (a loop summarized by its
+    invariant, :mod:`.induction`); ``record`` is kept on the path for the caller."""
+    if not _ACTIVE:
+        raise TypeError("assume() used outside explore()")
+    _ACTIVE[-1].facts.append(fact)
+    if record is not None:
+        _ACTIVE[-1].records.append(record)
 
 
 def select(paths: list[Path], project: Callable[[Path], Any], default) -> Any:
