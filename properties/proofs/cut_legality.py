@@ -155,10 +155,9 @@ def select_one_toward_tail(session, measurement, retain):
 
 def select_without_balance_walk(session, measurement, retain):
     """Wrong on purpose: spec 7 without step 4 (the cut stays at the retention point even if unbalanced)."""
-    priced = measurement.nodes
-    if not priced:
+    if not measurement.nodes:
         return None
-    keep = region.retention_index(tuple(price for _, price in priced), retain)
+    keep = region.retention_index(measurement.prices, retain)
     return None if keep == 0 else Range(session.nodes[0], session.nodes[keep - 1])
 
 
@@ -173,23 +172,37 @@ CONTROL_BOUND = 6  # a wrong selection is refuted on tiny surfaces already
 
 
 def run(bound: int):
-    """Obligation 1 at ``bound`` nodes, with both negative controls replayed through their variants."""
+    """Obligation 1 for any length (:mod:`.cut_legality_unbounded`), with the bounded proof up to ``bound``
+    nodes as its cross-check; each negative control must fail the unbounded proof and be refuted by a
+    concrete surface, replayed through its variant."""
+    from . import cut_legality_unbounded as unbounded
     from .replay import attach_refutation, replayed_control
+    from .unbounded import describe
 
     watch = Stopwatch()
-    status, clauses, cex, reached = prove(bound)
-    result = ObligationResult(NAME, SECTION, status, bound, 0.0, clauses,
-                              notes={"lengths": f"0..{reached}", "budget": "symbolic, 0..10^7",
-                                     "kinds": "user, assistant with 0-3 tool calls, tool result"})
+    proof = unbounded.prove(model_select)
+    unbounded_seconds = watch.seconds
+    b_status, b_clauses, cex, reached = prove(bound)
+    status = unbounded.combine(proof["status"], b_status)
+    clauses = proof["clauses"] or b_clauses
+    result = ObligationResult(NAME, SECTION, status, "unbounded", 0.0, clauses,
+                              notes=dict(unbounded.notes(proof, unbounded_seconds, describe()),
+                                         cross_check={"bound": bound, "status": b_status, "lengths": f"0..{reached}"},
+                                         budget="symbolic, 0..10^7",
+                                         kinds="user, assistant with 0-3 tool calls, tool result"))
     if cex is not None:
         result.notes["counterexample"] = cex
         attach_refutation(result, trace_steps(cex), NAME, cex["clause"], {"obligation": NAME, "counterexample": cex})
     for name, description, fn in CONTROLS:
         control_watch = Stopwatch()
-        c_status, _, c_cex, _ = prove(CONTROL_BOUND, fn)  # controls do not depend on --bound
+        failed = unbounded.prove(fn, unbounded.CONTROL_TIMEOUT_MS, first_failure=True)
+        c_status, _, c_cex, _ = prove(CONTROL_BOUND, fn)  # the concrete surface (controls do not depend on --bound)
         steps = trace_steps(c_cex) if c_cex else []
-        result.controls.append(replayed_control(
-            name, description, c_status, steps, f"model:prove-{name}", NAME, c_cex["clause"] if c_cex else None,
-            {"obligation": NAME, "counterexample": c_cex}, control_watch.seconds))
+        control = replayed_control(
+            name, description, unbounded.control_status(failed["status"], c_status), steps, f"model:prove-{name}",
+            NAME, c_cex["clause"] if c_cex else None, {"obligation": NAME, "counterexample": c_cex},
+            control_watch.seconds)
+        control.unbounded = {"status": failed["status"], "failed": failed["failed"]}
+        result.controls.append(control)
     result.seconds = watch.seconds
     return result

@@ -52,15 +52,19 @@ class ControlResult:
     replayed: bool | None = None
     replay_message: str = ""
     seconds: float = 0.0
+    unbounded: dict | None = None  # how the unbounded proof failed on this variant (issue 20)
 
     @property
     def ok(self) -> bool:
         return self.status == REFUTED and self.replayed is True
 
     def to_json(self) -> dict:
-        return {"name": self.name, "description": self.description, "status": self.status,
-                "runtime": self.runtime, "trace": self.trace_path, "replayed": self.replayed,
-                "replay_violation": self.replay_message, "seconds": round(self.seconds, 3)}
+        out = {"name": self.name, "description": self.description, "status": self.status,
+               "runtime": self.runtime, "trace": self.trace_path, "replayed": self.replayed,
+               "replay_violation": self.replay_message, "seconds": round(self.seconds, 3)}
+        if self.unbounded is not None:
+            out["unbounded"] = self.unbounded
+        return out
 
 
 @dataclass
