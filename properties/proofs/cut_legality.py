@@ -177,16 +177,17 @@ def run(bound: int):
     concrete surface, replayed through its variant."""
     from . import cut_legality_unbounded as unbounded
     from .replay import attach_refutation, replayed_control
+    from .induction import combine, control_status, notes as unbounded_notes
     from .unbounded import describe
 
     watch = Stopwatch()
     proof = unbounded.prove(model_select)
     unbounded_seconds = watch.seconds
     b_status, b_clauses, cex, reached = prove(bound)
-    status = unbounded.combine(proof["status"], b_status)
+    status = combine(proof["status"], b_status)
     clauses = proof["clauses"] or b_clauses
     result = ObligationResult(NAME, SECTION, status, "unbounded", 0.0, clauses,
-                              notes=dict(unbounded.notes(proof, unbounded_seconds, describe()),
+                              notes=dict(unbounded_notes(proof, unbounded_seconds, describe()),
                                          cross_check={"bound": bound, "status": b_status, "lengths": f"0..{reached}"},
                                          budget="symbolic, 0..10^7",
                                          kinds="user, assistant with 0-3 tool calls, tool result"))
@@ -199,7 +200,7 @@ def run(bound: int):
         c_status, _, c_cex, _ = prove(CONTROL_BOUND, fn)  # the concrete surface (controls do not depend on --bound)
         steps = trace_steps(c_cex) if c_cex else []
         control = replayed_control(
-            name, description, unbounded.control_status(failed["status"], c_status), steps, f"model:prove-{name}",
+            name, description, control_status(failed["status"], c_status), steps, f"model:prove-{name}",
             NAME, c_cex["clause"] if c_cex else None, {"obligation": NAME, "counterexample": c_cex},
             control_watch.seconds)
         control.unbounded = {"status": failed["status"], "failed": failed["failed"]}

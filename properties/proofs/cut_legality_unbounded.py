@@ -16,7 +16,7 @@ import z3
 from model.region import Range
 
 from .encoding import pairing_patch
-from .induction import Unsupported, induction_checks, summarizing
+from .induction import Unsupported, check_walks, summarizing
 from .obligation import PROVED, REFUTED, UNKNOWN, Clause, check
 from .symexec import SymInt, explore, select
 from .unbounded import UnboundedMeasurement, UnboundedSurface, invariants
@@ -79,15 +79,9 @@ def prove(select_fn, timeout_ms: int = TIMEOUT_MS, first_failure: bool = False) 
         out.update(status=UNKNOWN, failed=f"not symbolic: {unsupported}")
         return out
     axioms = surface.axioms()
-    for path in paths:
-        for record in path.records:
-            for label, goal, facts in induction_checks(record):
-                status, _ = check(axioms + facts, goal, timeout_ms)
-                out["checks"].append({"walk": record.walk.name, "check": label, "status": status})
-                if status != PROVED:
-                    out.update(status=UNKNOWN if status == UNKNOWN else REFUTED, failed=f"{label} of the {record.walk.name}")
-                    if first_failure:
-                        return out
+    check_walks(paths, axioms, timeout_ms, first_failure, out)
+    if first_failure and out["failed"]:
+        return out
     premises = axioms + surface.well_formed() + [budget >= 0, budget <= 10 * 1_000_000]
     start, end = z3.Int("u_start"), z3.Int("u_end")
     R, spec = spec_retention(surface, budget)
@@ -104,31 +98,3 @@ def prove(select_fn, timeout_ms: int = TIMEOUT_MS, first_failure: bool = False) 
                 return out
     return out
 
-
-def combine(unbounded: str, bounded: str) -> str:
-    """The obligation's status: proved when the unbounded proof and its bounded cross-check both are;
-    refuted when a concrete surface refutes it; else unknown (the induction failed, nothing concrete found)."""
-    if bounded == REFUTED:
-        return REFUTED
-    if unbounded == PROVED and bounded == PROVED:
-        return PROVED
-    return UNKNOWN
-
-
-def control_status(unbounded: str, bounded: str) -> str:
-    """A negative control is refuted when the unbounded proof fails on it and a concrete surface shows why."""
-    if unbounded == PROVED:
-        return PROVED  # the induction missed a wrong variant: the control fails
-    return REFUTED if bounded == REFUTED else UNKNOWN
-
-
-def notes(proof: dict, seconds: float, invariants: dict) -> dict:
-    """What ``prove --json`` says of the unbounded proof: the invariants, the checks, the time."""
-    walks = sorted({c["walk"] for c in proof["checks"]})
-    checks = {}
-    for c in proof["checks"]:
-        key = f"{c['walk']}: {c['check']}"
-        checks[key] = c["status"] if checks.get(key, PROVED) == PROVED else checks[key]
-    return {"unbounded": {"status": proof["status"], "seconds": round(seconds, 3), "paths": proof["paths"],
-                          "invariants": {walk: invariants.get(walk, "") for walk in walks},
-                          "induction": checks, "failed": proof["failed"]}}

@@ -133,22 +133,37 @@ CONTROL_BOUND = 6
 
 
 def run(bound: int) -> ObligationResult:
+    """Obligation 3 for any length and any number of appends (:mod:`.incremental_unbounded`), with the
+    bounded proof up to ``bound`` nodes as its cross-check; the negative control must fail the unbounded
+    proof and be refuted by a concrete log, replayed through its variant."""
+    from . import incremental_unbounded as unbounded
+    from .induction import combine, control_status, notes as unbounded_notes
     from .replay import attach_refutation, replayed_control
+    from .unbounded import describe
 
     watch = Stopwatch()
-    status, cex, reached = prove(bound)
-    result = ObligationResult(NAME, SECTION, status, bound, 0.0,
-                              [Clause("extend on append == full fold (t = 1, 2 appended nodes)", status),
-                               Clause("refresh after a checkpoint replace (any span, any position) == full fold",
-                                      status)],
-                              notes={"lengths": f"0..{reached}", "position": "symbolic"})
+    proof = unbounded.prove(model_refresh)
+    unbounded_seconds = watch.seconds
+    b_status, cex, reached = prove(bound)
+    status = combine(proof["status"], b_status)
+    clauses = [Clause(c["name"], c["status"]) for c in proof["clauses"]] or [
+        Clause("extend on append == full fold (t = 1, 2 appended nodes)", b_status),
+        Clause("refresh after a checkpoint replace (any span, any position) == full fold", b_status)]
+    result = ObligationResult(NAME, SECTION, status, "unbounded", 0.0, clauses,
+                              notes=dict(unbounded_notes(proof, unbounded_seconds, describe()),
+                                         cross_check={"bound": bound, "status": b_status, "lengths": f"0..{reached}",
+                                                      "position": "symbolic"}))
     if cex is not None:
         attach_refutation(result, trace_steps(cex), NAME, None, {"obligation": NAME, "counterexample": cex}, "log")
     control_watch = Stopwatch()
+    failed = unbounded.prove(refresh_ignoring_generation, unbounded.CONTROL_TIMEOUT_MS, first_failure=True)
     c_status, c_cex, _ = prove(CONTROL_BOUND, refresh_ignoring_generation, "x")
-    result.controls.append(replayed_control(
+    control = replayed_control(
         "cache-ignores-generation", "the cut cache extends or is reused after a replace instead of rebuilt",
-        c_status, trace_steps(c_cex) if c_cex else [], "model:prove-cache-ignores-generation", NAME, None,
-        {"obligation": NAME, "counterexample": c_cex}, control_watch.seconds, level="log"))
+        control_status(failed["status"], c_status), trace_steps(c_cex) if c_cex else [],
+        "model:prove-cache-ignores-generation", NAME, None, {"obligation": NAME, "counterexample": c_cex},
+        control_watch.seconds, level="log")
+    control.unbounded = {"status": failed["status"], "failed": failed["failed"]}
+    result.controls.append(control)
     result.seconds = watch.seconds
     return result

@@ -30,6 +30,7 @@ import z3
 
 from model import walk as model_walk
 
+from .obligation import PROVED, REFUTED, UNKNOWN, check
 from .symexec import SymBool, SymInt, assume, expr, explore
 
 _INT, _BOOL = z3.IntSort(), z3.BoolSort()
@@ -71,8 +72,9 @@ class SymSeq:
             if index.step is not None or index.stop is not None:
                 raise Unsupported("a symbolic sequence slices as seq[start:] only")
             start = expr(index.start or 0)
+            length = z3.If(self.length - start > 0, self.length - start, 0)  # Python's seq[start:] (start >= 0)
             position = None if self.position is None else (lambda v: self.position(v) - start)
-            return SymSeq(self.length - start, lambda i: self.at(i + start), f"{self.name}[start:]", position)
+            return SymSeq(length, lambda i: self.at(i + start), f"{self.name}[start:]", position)
         return _wrap(self.at(expr(index)))
 
     def __radd__(self, prefix):
@@ -250,9 +252,53 @@ def induction_checks(record: WalkRecord) -> list[tuple[str, Any, list]]:
     """The two inductive checks of one summarized walk, as (label, goal, facts): initiation (the model's
     start state satisfies the invariant) and consecution (a state satisfying it where the guard holds
     steps, by the model's own step, to one that satisfies it again)."""
-    k = record.k
+    k, sized = record.k, record.items.length >= 0  # a sequence's length is never negative
     initiation = ("initiation", record.holds(z3.IntVal(0)),
-                  [z3.And([a == b for a, b in zip(record.terms(0), record.start)])])
+                  [sized, z3.And([a == b for a, b in zip(record.terms(0), record.start)])])
     consecution = ("consecution", record.holds(k + 1),
-                   [k >= 0, record.holds(k), record.guard, z3.Not(record.raises), record.step])
+                   [sized, k >= 0, record.holds(k), record.guard, z3.Not(record.raises), record.step])
     return [initiation, consecution]
+
+
+def check_walks(paths, axioms: list, timeout_ms: int, first_failure: bool, out: dict) -> None:
+    """Initiation and consecution of every walk the paths summarized, into ``out["checks"]``; the first
+    one not proved sets ``out["status"]`` and ``out["failed"]``."""
+    for path in paths:
+        for record in path.records:
+            for label, goal, facts in induction_checks(record):
+                status, _ = check(axioms + facts, goal, timeout_ms)
+                out["checks"].append({"walk": record.walk.name, "check": label, "status": status})
+                if status != PROVED and out["failed"] is None:
+                    out.update(status=UNKNOWN if status == UNKNOWN else REFUTED, failed=f"{label} of the {record.walk.name}")
+                    if first_failure:
+                        return
+
+
+def combine(unbounded: str, bounded: str) -> str:
+    """The obligation's status: proved when the unbounded proof and its bounded cross-check both are;
+    refuted when a concrete surface refutes it; else unknown (the induction failed, nothing concrete found)."""
+    if bounded == REFUTED:
+        return REFUTED
+    if unbounded == PROVED and bounded == PROVED:
+        return PROVED
+    return UNKNOWN
+
+
+def control_status(unbounded: str, bounded: str) -> str:
+    """A negative control is refuted when the unbounded proof fails on it and a concrete surface shows why."""
+    if unbounded == PROVED:
+        return PROVED  # the induction missed a wrong variant: the control fails
+    return REFUTED if bounded == REFUTED else UNKNOWN
+
+
+def notes(proof: dict, seconds: float, invariants: dict) -> dict:
+    """What ``prove --json`` says of the unbounded proof: the invariants, the checks, the time."""
+    walks = sorted({c["walk"] for c in proof["checks"]})
+    checks = {}
+    for c in proof["checks"]:
+        key = f"{c['walk']}: {c['check']}"
+        checks[key] = c["status"] if checks.get(key, PROVED) == PROVED else checks[key]
+    return {"unbounded": {"status": proof["status"], "seconds": round(seconds, 3), "paths": proof["paths"],
+                          "invariants": {walk: invariants.get(walk, "") for walk in walks},
+                          "induction": checks, "failed": proof["failed"]}}
+
