@@ -197,7 +197,7 @@ def run(bound: int):
     for name, description, fn in CONTROLS:
         control_watch = Stopwatch()
         failed = unbounded.prove(fn, unbounded.CONTROL_TIMEOUT_MS, first_failure=True)
-        c_status, _, c_cex, _ = prove(CONTROL_BOUND, fn)  # the concrete surface (controls do not depend on --bound)
+        c_status, _, c_cex, _ = prove(CONTROL_BOUND, fn)  # a concrete surface (controls do not depend on --bound)
         steps = trace_steps(c_cex) if c_cex else []
         control = replayed_control(
             name, description, control_status(failed["status"], c_status), steps, f"model:prove-{name}",

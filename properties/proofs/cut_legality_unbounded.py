@@ -16,8 +16,8 @@ import z3
 from model.region import Range
 
 from .encoding import pairing_patch
-from .induction import Unsupported, check_walks, summarizing
-from .obligation import PROVED, REFUTED, UNKNOWN, Clause, check
+from .induction import Unsupported, check, check_walks, summarizing
+from .obligation import PROVED, REFUTED, UNKNOWN, Clause
 from .symexec import SymInt, explore, select
 from .unbounded import UnboundedMeasurement, UnboundedSurface, invariants
 

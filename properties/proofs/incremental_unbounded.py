@@ -18,8 +18,8 @@ import z3
 from model.pairing import Cuts
 
 from .encoding import pairing_patch
-from .induction import SymSeq, Unsupported, check_walks, summarizing
-from .obligation import PROVED, REFUTED, UNKNOWN, check
+from .induction import SymSeq, Unsupported, check, check_walks, summarizing
+from .obligation import PROVED, REFUTED, UNKNOWN
 from .symexec import SymInt, explore, expr
 from .unbounded import UnboundedSurface, invariants
 
