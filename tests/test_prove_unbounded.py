@@ -1,4 +1,4 @@
-"""Issue 20: cut-legality and incremental-pairing proved for surfaces of any length by inductive
+"""Issue 20: cut-legality, pairing-ids and incremental-pairing proved for surfaces of any length by inductive
 invariants over the model's own walks; a model broken in a walk's step, in the code around the
 walks, or in the cache makes the unbounded proof fail (the induction is shown able to fail)."""
 from __future__ import annotations
@@ -7,17 +7,22 @@ import pytest
 
 import model.pairing
 import model.region
-from properties.proofs import cut_legality, cut_legality_unbounded, incremental_pairing, incremental_unbounded
+from properties.proofs import (cut_legality, cut_legality_unbounded, incremental_pairing, incremental_unbounded,
+                               pairing_ids, pairing_ids_unbounded)
 from properties.proofs.induction import SymSeq
 from properties.proofs.obligation import PROVED, REFUTED
 
 
 @pytest.fixture(scope="module")
 def obligations():
-    return {"cut-legality": cut_legality.run(4), "incremental-pairing": incremental_pairing.run(4)}
+    return {"cut-legality": cut_legality.run(4), "pairing-ids": pairing_ids.run(4),
+            "incremental-pairing": incremental_pairing.run(4)}
 
 
-@pytest.mark.parametrize("name", ["cut-legality", "incremental-pairing"])
+UNBOUNDED = ["cut-legality", "pairing-ids", "incremental-pairing"]
+
+
+@pytest.mark.parametrize("name", UNBOUNDED)
 def test_proved_unbounded_with_every_induction_check(obligations, name):
     result = obligations[name]
     report = result.to_json()
@@ -37,7 +42,7 @@ def test_the_walks_cut_legality_leans_on(obligations):
     assert walks == {model.region.RETENTION_WALK.name, model.region.BALANCE_WALK.name, model.pairing.PAIRING_FOLD.name}
 
 
-@pytest.mark.parametrize("name", ["cut-legality", "incremental-pairing"])
+@pytest.mark.parametrize("name", UNBOUNDED)
 def test_each_control_fails_the_unbounded_proof_and_is_refuted_concretely(obligations, name):
     for control in obligations[name].controls:
         assert control.unbounded["status"] != PROVED and control.unbounded["failed"], control.to_json()
@@ -103,3 +108,25 @@ def test_a_symbolic_sequence_refuses_what_it_cannot_do():
         len(seq)
     with pytest.raises(TypeError):
         list(seq)
+
+
+def test_results_that_do_not_count_fail_the_id_bijections_consecution(monkeypatch):
+    original = model.pairing.event_delta
+    monkeypatch.setattr(model.pairing, "event_delta",
+                        lambda event: 0 if getattr(event, "type", None) == "tool/result" else original(event))
+    _proof_fails(pairing_ids_unbounded.prove(True, 3000, True), "consecution of the id bijection")
+
+
+def test_dropping_the_id_premise_fails_the_id_bijections_consecution():
+    _proof_fails(pairing_ids_unbounded.prove(False, 3000, True), "consecution of the id bijection")
+
+
+def test_a_fold_that_writes_the_cut_before_the_node_fails_pairing_ids(monkeypatch):
+    walk = model.pairing.PAIRING_FOLD
+
+    def step(fold, nodes, session, open_calls):
+        after, _ = walk.step(fold, nodes, session, open_calls)
+        return after, fold.running == 0
+
+    monkeypatch.setattr(model.pairing, "PAIRING_FOLD", walk._replace(step=step))
+    _proof_fails(pairing_ids_unbounded.prove(True, 3000, True), f"of the {walk.name}")

@@ -167,21 +167,36 @@ CONTROL_BOUND = 6
 
 
 def run(bound: int) -> ObligationResult:
+    """Obligation 2 for any length (:mod:`.pairing_ids_unbounded`), with the bounded proof at ``bound``
+    nodes as its cross-check; the negative control (premise dropped) must fail the induction's
+    consecution and be refuted by a concrete log, replayed through the model."""
+    from . import pairing_ids_unbounded as unbounded
+    from .induction import combine, control_status, notes as unbounded_notes
     from .replay import attach_refutation, replayed_control
+    from .unbounded import describe
 
     watch = Stopwatch()
-    status, cex, reached = prove(bound)
-    result = ObligationResult(NAME, SECTION, status, bound, 0.0,
-                              [Clause("count-balanced cut == id-closed cut, for every cut", status)],
-                              notes={"lengths": f"{reached} (prefix-closed: covers 0..{reached})", "premise": "unique call ids, unique result ids, "
-                                                                           "each result answers an earlier call"})
+    proof = unbounded.prove()
+    unbounded_seconds = watch.seconds
+    b_status, cex, reached = prove(bound)
+    status = combine(proof["status"], b_status)
+    label = "count-balanced cut == id-closed cut, for every cut"
+    clause_status = proof["clauses"][0]["status"] if proof["clauses"] else b_status
+    result = ObligationResult(NAME, SECTION, status, "unbounded", 0.0, [Clause(label, clause_status)],
+                              notes=dict(unbounded_notes(proof, unbounded_seconds, {**describe(), **unbounded.describe()}),
+                                         cross_check={"bound": bound, "status": b_status,
+                                                      "lengths": f"{reached} (prefix-closed: covers 0..{reached})"},
+                                         premise="unique call ids, unique result ids, each result answers an earlier call"))
     if cex is not None:
         attach_refutation(result, trace_steps(cex), NAME, None, {"obligation": NAME, "counterexample": cex}, "log")
     control_watch = Stopwatch()
+    failed = unbounded.prove(False, unbounded.CONTROL_TIMEOUT_MS, first_failure=True)
     c_status, c_cex, _ = prove(CONTROL_BOUND, with_premise=False)
-    result.controls.append(replayed_control(
-        "ids-premise-dropped", "no premise on ids: a mismatched id that the count accepts", c_status,
-        trace_steps(c_cex) if c_cex else [], "model", "pairing-ids-unpremised", None,
-        {"obligation": NAME, "counterexample": c_cex}, control_watch.seconds, level="log"))
+    control = replayed_control(
+        "ids-premise-dropped", "no premise on ids: a mismatched id that the count accepts",
+        control_status(failed["status"], c_status), trace_steps(c_cex) if c_cex else [], "model",
+        "pairing-ids-unpremised", None, {"obligation": NAME, "counterexample": c_cex}, control_watch.seconds, level="log")
+    control.unbounded = {"status": failed["status"], "failed": failed["failed"]}
+    result.controls.append(control)
     result.seconds = watch.seconds
     return result
