@@ -12,6 +12,12 @@ from properties.proofs import (cut_legality, generation_progress, incremental_pa
 from properties.proofs.obligation import PROVED, REFUTED
 
 
+def _unbounded_failed(result) -> None:
+    """Issue 20: the unbounded proof fails on the broken model too, not only the bounded cross-check."""
+    unbounded = result.notes["unbounded"]
+    assert result.bound == "unbounded" and unbounded["status"] != PROVED and unbounded["failed"], unbounded
+
+
 def test_cut_moved_one_node_toward_the_tail_refutes_cut_legality(monkeypatch):
     original = model.region.retention_index
     monkeypatch.setattr(model.region, "retention_index",
@@ -20,6 +26,7 @@ def test_cut_moved_one_node_toward_the_tail_refutes_cut_legality(monkeypatch):
     assert result.status == REFUTED
     assert result.trace is not None and result.replayed is True, result.replay_message
     assert result.trace.violation.property == "cut-legality"
+    _unbounded_failed(result)
 
 
 def test_skipping_the_balance_walk_refutes_cut_legality(monkeypatch):
@@ -30,6 +37,8 @@ def test_skipping_the_balance_walk_refutes_cut_legality(monkeypatch):
     result = cut_legality.run(5)
     assert result.status == REFUTED and result.replayed is True
     assert "both edges balanced" in result.replay_message
+    _unbounded_failed(result)
+    assert "both edges balanced" in result.notes["unbounded"]["failed"]
 
 
 def test_results_that_do_not_count_refute_pairing_ids(monkeypatch):
@@ -39,6 +48,8 @@ def test_results_that_do_not_count_refute_pairing_ids(monkeypatch):
     result = pairing_ids.run(4)
     assert result.status == REFUTED and result.replayed is True, result.replay_message
     assert "count-balanced is False but id-closed is True" in result.replay_message
+    _unbounded_failed(result)
+    assert result.notes["unbounded"]["failed"] == "consecution of the id bijection"
 
 
 def test_a_cache_that_ignores_the_generation_refutes_incremental_pairing(monkeypatch):
@@ -48,6 +59,7 @@ def test_a_cache_that_ignores_the_generation_refutes_incremental_pairing(monkeyp
         monkeypatch.setattr(module, "refresh_cuts", incremental_pairing.refresh_ignoring_generation)
     result = incremental_pairing.run(4)
     assert result.status == REFUTED and result.replayed is True, result.replay_message
+    _unbounded_failed(result)
 
 
 def test_retry_without_progress_refutes_generation_progress(monkeypatch):

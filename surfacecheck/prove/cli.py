@@ -10,8 +10,11 @@ from surfacecheck.argtypes import writable_dir
 
 DESCRIPTION = """\
 Prove six obligations about the reference model with Z3, each by running the model's own
-functions on symbolic surfaces (up to --bound nodes, symbolic kinds and prices) or by
-k-induction (unbounded):
+functions on symbolic surfaces. Five hold for surfaces of any length: cut-legality,
+pairing-ids and incremental-pairing by inductive invariants over the model's walks
+(initiation and consecution checked against each walk's own step; bounded proofs up to
+--bound nodes kept as cross-checks), generation-progress and projection-equivalence by
+k-induction. smallest-compactable-span's retry clause is bounded by --bound:
   cut-legality              spec 7: range selection is balanced, head-anchored, nearest cut
   pairing-ids               spec 3: count-balanced == id-closed when ids answer uniquely
   incremental-pairing       spec 3: the cached cut fold == the full fold (append, replace)
@@ -49,7 +52,7 @@ def register(commands) -> None:
     p = commands.add_parser("prove", help="prove cut legality, generation progress and projection equivalence with Z3",
                             description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bound", type=_bound, default=DEFAULT_BOUND, metavar="N",
-                   help="largest symbolic surface, in nodes (default: %(default)s)")
+                   help="largest surface of the bounded proofs and cross-checks, in nodes (default: %(default)s)")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="run only this obligation (repeatable, or comma-separated)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
