@@ -16,8 +16,8 @@ import z3
 from model.region import Range
 
 from .encoding import pairing_patch
-from .induction import Unsupported, check, check_walks, summarizing
-from .obligation import PROVED, REFUTED, UNKNOWN, Clause
+from .induction import check, check_walks, new_report, note_failure, path_facts, summarizing
+from .obligation import Clause
 from .symexec import SymInt, explore, select
 from .unbounded import UnboundedMeasurement, UnboundedSurface, invariants
 
@@ -73,10 +73,8 @@ def prove(select_fn, timeout_ms: int = TIMEOUT_MS, first_failure: bool = False) 
     measurement = UnboundedMeasurement(session)
     with summarizing(invariants(surface)), pairing_patch():
         paths = explore(lambda: select_fn(session, measurement, SymInt(budget)))
-    out: dict = {"status": PROVED, "clauses": [], "checks": [], "paths": len(paths), "failed": None}
-    unsupported = next((p.error for p in paths if isinstance(p.error, Unsupported)), None)
-    if unsupported is not None:
-        out.update(status=UNKNOWN, failed=f"not symbolic: {unsupported}")
+    out = new_report(paths)
+    if out["failed"]:
         return out
     axioms = surface.axioms()
     check_walks(paths, axioms, timeout_ms, first_failure, out)
@@ -85,16 +83,13 @@ def prove(select_fn, timeout_ms: int = TIMEOUT_MS, first_failure: bool = False) 
     premises = axioms + surface.well_formed() + [budget >= 0, budget <= 10 * 1_000_000]
     start, end = z3.Int("u_start"), z3.Int("u_end")
     R, spec = spec_retention(surface, budget)
-    facts = premises + spec + [z3.Implies(p.condition, z3.And(*p.facts)) for p in paths if p.facts]
-    facts += [z3.Or([p.condition for p in paths]),
-              start == select(paths, lambda p: _position(p, "start"), RAISED),
+    facts = premises + spec + path_facts(paths)
+    facts += [start == select(paths, lambda p: _position(p, "start"), RAISED),
               end == select(paths, lambda p: _position(p, "end"), RAISED)]
     for label, goal in clauses(surface, R, start, end):
         status, _ = check(facts, goal, timeout_ms)
         out["clauses"].append(Clause(label, status))
-        if status != PROVED and out["failed"] is None:
-            out.update(status=UNKNOWN if status == UNKNOWN else REFUTED, failed=f"at the exit: {label}")
-            if first_failure:
-                return out
+        if note_failure(out, status, f"at the exit: {label}") and first_failure:
+            return out
     return out
 

@@ -20,9 +20,10 @@ from .symexec import SymInt, patched
 
 @dataclass(frozen=True)
 class Node:
-    """A stand-in event: only its seq is concrete; ``delta`` is the symbolic pairing delta."""
+    """A stand-in event: ``seq`` (concrete, or symbolic on an unbounded surface) and its symbolic
+    pairing ``delta``."""
 
-    seq: int
+    seq: int | SymInt
     delta: SymInt
     type: str = "symbolic"
 

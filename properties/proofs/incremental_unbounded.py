@@ -18,8 +18,7 @@ import z3
 from model.pairing import Cuts
 
 from .encoding import pairing_patch
-from .induction import SymSeq, Unsupported, check, check_walks, summarizing
-from .obligation import PROVED, REFUTED, UNKNOWN
+from .induction import SymSeq, check, check_walks, new_report, note_failure, path_facts, summarizing
 from .symexec import SymInt, explore, expr
 from .unbounded import UnboundedSurface, invariants
 
@@ -72,29 +71,26 @@ def cases():
 
 def prove(refresh, timeout_ms: int = TIMEOUT_MS, first_failure: bool = False) -> dict:
     """Each case: the walks' induction checks, then ``refresh(cache, now)`` equals the fold from scratch."""
-    out: dict = {"status": PROVED, "clauses": [], "checks": [], "paths": 0, "failed": None}
+    out = new_report()
     for label, surface, length, generation, cache, premises in cases():
         session = surface.session(length, SymInt(generation))
         with summarizing(invariants(surface)), pairing_patch():
             paths = explore(lambda: refresh(cache, session))
         out["paths"] += len(paths)
-        unsupported = next((p.error for p in paths if isinstance(p.error, Unsupported)), None)
-        if unsupported is not None:
-            out.update(status=UNKNOWN, failed=f"{label}: not symbolic: {unsupported}")
+        case = new_report(paths)
+        if case["failed"]:
+            out.update(status=case["status"], failed=f"{label}: {case['failed']}")
             return out
         axioms = surface.axioms(length) + premises
         check_walks(paths, axioms, timeout_ms, first_failure, out)
         if first_failure and out["failed"]:
             return out
-        facts = axioms + surface.well_formed(length) + [z3.Or([p.condition for p in paths])]
-        facts += [z3.Implies(p.condition, z3.And(*p.facts)) for p in paths if p.facts]
+        facts = axioms + surface.well_formed(length) + path_facts(paths)
         claim = z3.And([z3.Not(p.condition) if p.error is not None else
                         z3.Implies(p.condition, equals_fold(p.value, surface, length, generation, f"{surface.name}{i}"))
                         for i, p in enumerate(paths)])
         status, _ = check(facts, claim, timeout_ms)
         out["clauses"].append({"name": label, "status": status})
-        if status != PROVED and out["failed"] is None:
-            out.update(status=UNKNOWN if status == UNKNOWN else REFUTED, failed=f"at the exit: {label}")
-            if first_failure:
-                return out
+        if note_failure(out, status, f"at the exit: {label}") and first_failure:
+            return out
     return out

@@ -30,6 +30,7 @@ import z3
 
 from model import walk as model_walk
 
+from . import obligation
 from .obligation import PROVED, REFUTED, UNKNOWN
 from .symexec import SymBool, SymInt, assume, expr, explore
 
@@ -141,14 +142,15 @@ class WalkRecord:
     exit: Any
     k: Any
     start: Any  # the start state, as Z3 terms (a tuple, one per field)
-    guard: Any  # at k
+    guard: Any  # at k (set from the model's guard once the record exists: the guard reads state(k))
     step: Any  # at k: state(k+1) and out(k) as the model's step sets them, on a path that does not raise
     raises: Any  # at k: the step raises
-    out: Any
+    out: Any  # the emitted values as a Z3 function of the step number (None when the walk emits nothing)
     emits: bool
-    invariant: Callable | None = None
-    items: Any = None
-    args: tuple = ()
+    invariant: Callable
+    items: Any
+    args: tuple
+    state_type: Any  # the NamedTuple of the model's walk state (None with ``fields`` None)
 
     def state(self, k):
         """The state after ``k`` steps, in the shape the model's walk uses (a NamedTuple or a value)."""
@@ -163,9 +165,7 @@ class WalkRecord:
         return self.invariant(self, k)
 
     def _shape(self, values):
-        return values[0] if self.fields is None else self._type(*values)
-
-    _type: Any = None
+        return values[0] if self.fields is None else self.state_type(*values)
 
 
 class Summaries:
@@ -188,11 +188,10 @@ class Summaries:
         functions = {f: z3.Function(f"{name}_{f}", _INT, _sort(v))
                      for f, v in zip(fields or ("value",), values)}
         k = z3.Int(f"{name}_k")
-        record = WalkRecord(walk, name, fields, functions, z3.Int(f"{name}_exit"), k,
-                            tuple(expr(v) for v in values), None, None, None, None, False,
-                            self.invariants[walk.name])
-        record._type = type(start) if fields is not None else None
-        record.items, record.args = items, args
+        record = WalkRecord(walk, name, fields, functions, exit=z3.Int(f"{name}_exit"), k=k,
+                            start=tuple(expr(v) for v in values), guard=None, step=None, raises=None, out=None,
+                            emits=False, invariant=self.invariants[walk.name], items=items, args=args,
+                            state_type=type(start) if fields is not None else None)
         here = record.state(k)
         guard = explore(lambda: bool(walk.guard(here, items, *args)))
         record.guard = z3.Or([p.condition for p in guard if p.error is None and p.value] or [z3.BoolVal(False)])
@@ -267,16 +266,30 @@ instead of running to its timeout. Either way a control counts only as "not prov
 
 
 def check(facts: list, goal, timeout_ms: int) -> tuple[str, z3.ModelRef | None]:
-    """Prove ``facts ⇒ goal`` over quantified surface definitions: ``proved`` when the negation is unsat."""
-    solver = z3.Solver()
-    solver.set("timeout", timeout_ms)
-    solver.set("smt.mbqi.max_iterations", MBQI_ROUNDS)
-    solver.add(*facts)
-    solver.add(z3.Not(goal))
-    answer = solver.check()
-    if answer == z3.unsat:
-        return PROVED, None
-    return (REFUTED, solver.model()) if answer == z3.sat else (UNKNOWN, None)
+    """Prove ``facts ⇒ goal`` over quantified surface definitions (:func:`.obligation.check`, MBQI capped)."""
+    return obligation.check(facts, goal, timeout_ms, mbqi_rounds=MBQI_ROUNDS)
+
+
+def new_report(paths=()) -> dict:
+    """An unbounded proof's report: ``unknown`` at once when a path did what a symbolic sequence cannot."""
+    out = {"status": PROVED, "clauses": [], "checks": [], "paths": len(paths), "failed": None}
+    unsupported = next((p.error for p in paths if isinstance(p.error, Unsupported)), None)
+    if unsupported is not None:
+        out.update(status=UNKNOWN, failed=f"not symbolic: {unsupported}")
+    return out
+
+
+def note_failure(out: dict, status: str, label: str) -> bool:
+    """Record the first check not proved in ``out``; True when this one was not proved."""
+    if status != PROVED and out["failed"] is None:
+        out.update(status=UNKNOWN if status == UNKNOWN else REFUTED, failed=label)
+    return status != PROVED
+
+
+def path_facts(paths) -> list:
+    """One of the paths is taken, and each holds only with what it assumed (its walks' exits)."""
+    return [z3.Or([p.condition for p in paths])] + [z3.Implies(p.condition, z3.And(*p.facts))
+                                                     for p in paths if p.facts]
 
 
 def check_walks(paths, axioms: list, timeout_ms: int, first_failure: bool, out: dict) -> None:
@@ -287,10 +300,8 @@ def check_walks(paths, axioms: list, timeout_ms: int, first_failure: bool, out: 
             for label, goal, facts in induction_checks(record):
                 status, _ = check(axioms + facts, goal, timeout_ms)
                 out["checks"].append({"walk": record.walk.name, "check": label, "status": status})
-                if status != PROVED and out["failed"] is None:
-                    out.update(status=UNKNOWN if status == UNKNOWN else REFUTED, failed=f"{label} of the {record.walk.name}")
-                    if first_failure:
-                        return
+                if note_failure(out, status, f"{label} of the {record.walk.name}") and first_failure:
+                    return
 
 
 def combine(unbounded: str, bounded: str) -> str:

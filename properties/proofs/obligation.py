@@ -104,10 +104,14 @@ class Obligation:
     default_bound: int | None = None  # None: the obligation is unbounded (the bound does not apply)
 
 
-def check(facts: list, goal, timeout_ms: int = CHECK_TIMEOUT_MS) -> tuple[str, z3.ModelRef | None]:
-    """Prove ``facts ⇒ goal``: ``proved`` when ``facts ∧ ¬goal`` is unsat, else the refuting model."""
+def check(facts: list, goal, timeout_ms: int = CHECK_TIMEOUT_MS,
+          mbqi_rounds: int | None = None) -> tuple[str, z3.ModelRef | None]:
+    """Prove ``facts ⇒ goal``: ``proved`` when ``facts ∧ ¬goal`` is unsat, else the refuting model
+    (``mbqi_rounds`` caps model-based quantifier instantiation, for quantified facts)."""
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
+    if mbqi_rounds is not None:
+        solver.set("smt.mbqi.max_iterations", mbqi_rounds)
     solver.add(*facts)
     solver.add(z3.Not(goal))
     answer = solver.check()

@@ -22,8 +22,7 @@ from model import pairing
 
 from .concrete import ASSISTANT, MAX_CALLS, RESULT
 from .encoding import pairing_patch
-from .induction import Unsupported, check, check_walks, summarizing
-from .obligation import PROVED, REFUTED, UNKNOWN
+from .induction import check, check_walks, new_report, note_failure, path_facts, summarizing
 from .symexec import explore
 from .unbounded import UnboundedSurface, invariants
 
@@ -109,10 +108,8 @@ def prove(with_premise: bool = True, timeout_ms: int = TIMEOUT_MS, first_failure
     session = surface.session()
     with summarizing(invariants(surface)), pairing_patch():
         paths = explore(lambda: pairing.fold_cuts(session))
-    out: dict = {"status": PROVED, "clauses": [], "checks": [], "paths": len(paths), "failed": None}
-    unsupported = next((p.error for p in paths if isinstance(p.error, Unsupported)), None)
-    if unsupported is not None:
-        out.update(status=UNKNOWN, failed=f"not symbolic: {unsupported}")
+    out = new_report(paths)
+    if out["failed"]:
         return out
     axioms = surface.axioms() + ids.definitions()
     check_walks(paths, axioms, timeout_ms, first_failure, out)
@@ -125,20 +122,16 @@ def prove(with_premise: bool = True, timeout_ms: int = TIMEOUT_MS, first_failure
     for label, facts, goal in steps:
         status, _ = check(axioms + facts, goal, timeout_ms)
         out["checks"].append({"walk": "id bijection (ghost)", "check": label.split(" of")[0], "status": status})
-        if status != PROVED and out["failed"] is None:
-            out.update(status=UNKNOWN if status == UNKNOWN else REFUTED, failed=label)
-            if first_failure:
-                return out
-    facts = axioms + surface.well_formed() + [z3.Or([p.condition for p in paths])]
-    facts += [z3.Implies(p.condition, z3.And(*p.facts)) for p in paths if p.facts]
+        if note_failure(out, status, label) and first_failure:
+            return out
+    facts = axioms + surface.well_formed() + path_facts(paths)
     facts += [c >= 0, c <= surface.n, ids.holds(c)]  # I(c) at the cut in question, by the induction above
     claim = z3.And([z3.Not(p.condition) if p.error is not None else
                     z3.Implies(p.condition, p.value.balanced[c].expr == ids.id_closed(c)) for p in paths])
     status, _ = check(facts, claim, timeout_ms)
     label = "count-balanced cut == id-closed cut, for every cut"
     out["clauses"].append({"name": label, "status": status})
-    if status != PROVED and out["failed"] is None:
-        out.update(status=UNKNOWN if status == UNKNOWN else REFUTED, failed=f"at the exit: {label}")
+    note_failure(out, status, f"at the exit: {label}")
     return out
 
 

@@ -19,24 +19,14 @@ own start, guard and step of each walk (``model.region.RETENTION_WALK``, ``BALAN
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import z3
 
 from model import pairing, region
 
+from .encoding import Node
 from .concrete import ASSISTANT, MAX_CALLS, MAX_PRICE, RESULT, USER, delta_table, min_price
 from .induction import SymSeq, WalkRecord
 from .symexec import SymInt, expr
-
-
-@dataclass(frozen=True)
-class Node:
-    """A stand-in event at a symbolic seq; ``delta`` is its symbolic pairing delta."""
-
-    seq: SymInt
-    delta: SymInt
-    type: str = "symbolic"
 
 
 class UnboundedSession:
