@@ -1,0 +1,134 @@
+"""Campaigns that outgrow one process, on Dask distributed (``--workers N`` / ``--scheduler ADDRESS``).
+
+The suite does not keep a process pool of its own: work is handed to Dask, a ``LocalCluster`` of
+``N`` single-threaded worker processes by default, or an existing cluster by its scheduler's
+address. Every use is a *map of a pure function* over an ordered list of work items (a partition
+of the explorer's frontier, a shard of verify's examples, a script, a mutant): results come back
+in item order, so what a command reports cannot depend on how many workers computed it.
+
+A worker lost mid-run is retried by Dask (the task is pure, so re-running it is safe); when the
+scheduler gives up on a task (``KilledWorker``: it was on ``allowed-failures`` dying workers) or
+the cluster cannot be reached, :class:`WorkerLost` is raised and the command reports the run
+inconclusive (exit 3), never short. Dask is an optional extra: without it, ``--workers`` is a
+usage error that says how to install it.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import zlib
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+INSTALL = "pip install 'surfacecheck[dask]'  (Dask distributed)"
+RETRIES = 2
+"""Times a task is re-submitted after it raised (a worker that died is rescheduled by Dask itself)."""
+
+
+class ClusterUnavailable(Exception):
+    """``--workers``/``--scheduler`` asked for, but Dask is not installed or the options are wrong (exit 2)."""
+
+
+class WorkerLost(Exception):
+    """A task could not be completed: its workers kept dying, or the cluster went away (exit 3)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--workers N`` and ``--scheduler ADDRESS`` with the same help on every command."""
+    group = parser.add_argument_group("distributed (Dask; optional extra: " + INSTALL + ")")
+    group.add_argument("--workers", type=_workers, default=None, metavar="N",
+                       help=f"split {what} over a local Dask cluster of N worker processes; results are identical "
+                            "at any N (default: in this process)")
+    group.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="use an existing Dask cluster (tcp://host:8786) instead of a local one")
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes, got {text!r}") from None
+    if not 1 <= value <= 256:
+        raise argparse.ArgumentTypeError(f"--workers must be between 1 and 256, got {value}")
+    return value
+
+
+def wanted(args) -> bool:
+    return getattr(args, "workers", None) is not None or getattr(args, "scheduler", None) is not None
+
+
+def stable_hash(value) -> int:
+    """A hash that is the same in every process (Python's ``hash`` of a str is salted per process)."""
+    return zlib.crc32(repr(value).encode())
+
+
+@dataclass
+class Pool:
+    """An open Dask client; :meth:`map` is the only way work leaves this process."""
+
+    client: object
+    address: str
+    local: bool
+
+    @property
+    def workers(self) -> list[str]:
+        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def map(self, fn, items: list, *, pin: bool = False, label: str = "task") -> list:
+        """``[fn(item) for item in items]`` on the cluster, in item order. ``pin``: item i goes to worker
+        i mod W first (so a partition meets the caches it warmed), and to any worker if that one is lost."""
+        from distributed import CancelledError
+        from distributed.scheduler import KilledWorker
+
+        if not items:
+            return []
+        workers = self.workers if pin else []
+        futures = []
+        for index, item in enumerate(items):
+            where = {"workers": [workers[index % len(workers)]], "allow_other_workers": True} if workers else {}
+            futures.append(self.client.submit(fn, item, pure=False, retries=RETRIES, key=f"{label}-{index}-"
+                                              f"{os.urandom(4).hex()}", **where))
+        try:
+            return self.client.gather(futures)
+        except KilledWorker as exc:
+            raise WorkerLost(f"{label}: a worker died running it {exc.args[1] if len(exc.args) > 1 else ''}; "
+                             "the scheduler gave up (allowed-failures)") from None
+        except (CancelledError, OSError, TimeoutError) as exc:
+            raise WorkerLost(f"{label}: the Dask cluster went away ({type(exc).__name__}: {exc})") from None
+        finally:
+            for future in futures:
+                future.release()
+
+
+@contextmanager
+def pool(workers: int | None = None, scheduler: str | None = None):
+    """A :class:`Pool` on a new ``LocalCluster`` of ``workers`` processes, or on ``scheduler``'s cluster."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ClusterUnavailable(f"--workers/--scheduler need Dask distributed: {INSTALL}") from None
+    if scheduler is not None and workers is not None:
+        raise ClusterUnavailable("give --workers N (a local cluster) or --scheduler ADDRESS (an existing one), not both")
+    quiet = logging.getLogger("distributed")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    cluster = None
+    try:
+        if scheduler is None:
+            cluster = LocalCluster(n_workers=workers or 1, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR)
+            client = Client(cluster, set_as_default=False)
+        else:
+            try:
+                client = Client(scheduler, timeout="10s", set_as_default=False)
+            except (OSError, TimeoutError) as exc:
+                raise WorkerLost(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        try:
+            yield Pool(client, scheduler or cluster.scheduler_address, scheduler is None)
+        finally:
+            client.close()
+    finally:
+        if cluster is not None:
+            cluster.close()
+        quiet.setLevel(level)
