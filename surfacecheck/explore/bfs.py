@@ -18,9 +18,8 @@ import networkx as nx
 
 from surfacecheck.memory import MemoryLimitReached
 
-from .canonical import key
 from .safety import check_state
-from .world import RET, SURF, World
+from .world import EVENTS, RET, SURF, World
 
 
 @dataclass
@@ -127,42 +126,62 @@ MEMORY_EVERY = 4096
 
 
 def explore(world: World, *, symmetry: bool = True, reverse: bool = False, max_states: int | None = None,
-            on_level=None, memory=None) -> Exploration:
+            on_level=None, memory=None, expand=None) -> Exploration:
     """BFS over every reachable state of ``world``. ``reverse`` tries actions in the opposite order
     (results must not change); ``max_states`` or a ``memory`` bound (:class:`surfacecheck.memory.MemoryLimit`)
-    stops early (``complete`` is then False, ``stopped`` says why)."""
+    stops early (``complete`` is then False, ``stopped`` says why). ``expand``, called with each level's
+    frontier cores before the level is searched, may compute their moves elsewhere
+    (:class:`.distributed.Expander`)."""
     with no_cyclic_gc():
-        return _explore(world, symmetry, reverse, max_states, on_level, memory)
+        return _explore(world, symmetry, reverse, max_states, on_level, memory, expand)
 
 
-def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level, memory) -> Exploration:
+def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level, memory,
+             expand=None) -> Exploration:
+    """The search loop over compact states. A state's identity is one integer: its core's number
+    (:meth:`World.core_id`, hashed once per core) packed with the three bounded counters — the VIEW
+    (:mod:`.canonical`) — or, without the reduction, that integer with the log length, turn and
+    generation. Only a state seen for the first time is built as a tuple (its representative)."""
     exp = Exploration(world, symmetry)
     start = time.perf_counter()
+    b = world.bounds
+    span_calls, span_comps = b.tool_pairs + 1, b.compactions + 1
+    per_core = (b.events + 1) * span_calls * span_comps
+    max_seq = b.max_seq
     initial = world.initial()
-    ids = {key(initial, symmetry): 0}
+    first_core = world.core_id(initial[:EVENTS])
     states, depth, edges = exp.states, exp.depth, exp.edges
+    cores: list = [first_core]
+    first = first_core * per_core
+    ids = {first if symmetry else (first, 0, 0, 0): 0}
     states.append(initial)
     depth.append(0)
-    state_checks: dict = {}
+    surface_checks: dict = {}  # surface -> the state invariants' findings (spec 3: they read the surface only)
     frontier, level, next_look = [0], 0, 0
     while frontier:
+        if expand is not None:
+            expand([cores[src] for src in frontier])
         nxt = []
         for src in frontier:
-            successors = world.successors(states[src])
-            if reverse:
-                successors = successors[::-1]
-            for action, dst_state, edge in successors:
-                k = key(dst_state, symmetry)
-                dst = ids.get(k)
+            events, calls, comps, seq, turn, gen = states[src][EVENTS:]
+            moves = world.compact_moves(cores[src])
+            for action, core, de, dc, dk, ds, dt, dg, edge in (reversed(moves) if reverse else moves):
+                e, c, k = events + de, calls + dc, comps + dk
+                if e > b.events or c > b.tool_pairs or k > b.compactions or (max_seq is not None and seq + ds > max_seq):
+                    continue
+                packed = core * per_core + (e * span_calls + c) * span_comps + k
+                dst = ids.get(packed if symmetry else (packed, seq + ds, turn + dt, gen + dg))
                 if dst is None:
-                    dst = ids[k] = len(states)
-                    states.append(dst_state)
+                    dst = len(states)
+                    ids[packed if symmetry else (packed, seq + ds, turn + dt, gen + dg)] = dst
+                    states.append(world.cores[core] + (e, c, k, seq + ds, turn + dt, gen + dg))
+                    cores.append(core)
                     depth.append(level + 1)
                     nxt.append(dst)
-                    check_key = (dst_state[SURF], dst_state[RET])
-                    found = state_checks.get(check_key)
+                    surf = world.cores[core][SURF]
+                    found = surface_checks.get(surf)
                     if found is None:
-                        found = state_checks[check_key] = check_state(*check_key)
+                        found = surface_checks[surf] = check_state(surf, world.cores[core][RET])
                     if found:
                         exp.state_violations[dst] = found
                 edges.append((src, dst, action, edge))

@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from surfacecheck import cluster
 from surfacecheck.argtypes import writable_dir
 from surfacecheck.memory import parse_size
 
@@ -26,6 +27,7 @@ exit codes:
   1  a violation was found (its shortest trace is printed, and written with --trace-dir),
      or with --oracle a shared model run differed from the model run on the real surface
   2  bad usage
+  3  incomplete: --max-memory stopped the search, or a Dask worker was lost for good (--workers)
 """
 
 DEFAULTS = Bounds()
@@ -73,6 +75,7 @@ def register(commands) -> None:
                         "are still checked for safety, and the run ends 'incomplete at N states' (exit 3) unless "
                         "one violates (exit 1); default: no bound")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    cluster.add_arguments(p, "each level's new cores (their model runs)")
     p.set_defaults(func=main)
 
 
@@ -93,6 +96,8 @@ def main(args) -> int:
         return _usage(args, "--no-symmetry needs --max-seq N (without the VIEW every append makes a new state)")
     if args.window < 10:
         return _usage(args, "--window must be at least 10 tokens")
+    if cluster.wanted(args) and (args.oracle or args.cache):
+        return _usage(args, "--oracle and --cache run in this process only; drop them or drop --workers/--scheduler")
     from .oracle import Settings
     from .run import run_explore
 
@@ -104,7 +109,13 @@ def main(args) -> int:
                              symmetry=not args.no_symmetry, reverse=args.reverse, k=max(1, args.response_bound),
                              trace_dir=args.trace_dir, command=command, on_level=bar.update if bar else None,
                              cache=args.cache, shared=not args.exact, oracle=args.oracle,
-                             max_memory=args.max_memory)
+                             max_memory=args.max_memory, workers=args.workers, scheduler=args.scheduler)
+    except cluster.ClusterUnavailable as exc:
+        return _usage(args, str(exc))
+    except cluster.WorkerLost as exc:
+        report = {"verdict": "inconclusive", "exit_code": 3, "error": str(exc)}
+        print(json.dumps(report, indent=2) if args.json else f"explore: INCONCLUSIVE: {exc}")
+        return 3
     finally:
         if bar:
             bar.close()

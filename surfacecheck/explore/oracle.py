@@ -29,6 +29,7 @@ from model.session import Session, append, seeded
 from model.summarizer import ScriptedSummarizer, SummaryScript, checkpoint_message
 
 from . import concrete as C
+from . import prefix
 from .safety import check_outcome
 
 HEADER_TOKENS = estimate_header(canonical_header(C.HEADER))
@@ -65,9 +66,8 @@ def _memo_stringify(original):
 
 
 def _memo_replay(original):
-    """`replay_meter` resumed from the longest already-folded prefix. An event object sits at one
-    position of one log prefix (it is created by appending to that prefix; a seed re-commits the
-    same events in the same order), so the meter state after it is a function of the object."""
+    """`replay_meter` resumed from the longest already-folded prefix (:mod:`.prefix` says why that is
+    the same state)."""
     from model.meter import MeterState, fold_meter
 
     after: dict[int, tuple] = {}
@@ -75,18 +75,7 @@ def _memo_replay(original):
     def replay_meter(events, event_at=None):
         log = events if isinstance(events, (list, tuple)) else list(events)
         lookup = event_at or (lambda seq: log[seq] if 0 <= seq < len(log) else None)
-        start, state = len(log), None
-        while start > 0:
-            hit = after.get(id(log[start - 1]))
-            if hit is not None and hit[0] is log[start - 1] and hit[1] == start:
-                state = hit[2]
-                break
-            start -= 1
-        state = state or MeterState()
-        for index in range(start, len(log)):
-            state = fold_meter(state, log[index], lookup)
-            after[id(log[index])] = (log[index], index + 1, state)
-        return state
+        return prefix.resume(log, after, MeterState, lambda state, event: fold_meter(state, event, lookup))
 
     return replay_meter
 
@@ -101,11 +90,54 @@ def _same_header(original):
     return header_equals
 
 
+def _memo_price(original):
+    """`node_price` (spec 4.2) of an event object, kept with the object: an event is frozen, so its price
+    is a function of it, and γ's events are shared by every run on a surface with that prefix."""
+    priced: dict[int, tuple] = {}
+
+    def node_price(event):
+        hit = priced.get(id(event))
+        if hit is not None and hit[0] is event:
+            return hit[1]
+        tokens = original(event)
+        priced[id(event)] = (event, tokens)
+        return tokens
+
+    return node_price
+
+
+def _plain_json(original):
+    """`is_lossless_json` (spec 1.3 step 1) answered at once for the values it always accepts (str, int,
+    bool, None by exact type) and for dicts and lists made of them; anything else goes to the model's."""
+    plain = (str, int, bool, type(None))
+
+    def is_lossless_json(value):
+        kind = type(value)
+        if kind in plain:
+            return True
+        if kind is dict:
+            for name, item in value.items():
+                if type(name) is not str or (type(item) not in plain and not is_lossless_json(item)):
+                    return original(value)
+            return True
+        if kind is list:
+            for item in value:
+                if type(item) not in plain and not is_lossless_json(item):
+                    return original(value)
+            return True
+        return original(value)
+
+    return is_lossless_json
+
+
 SPEEDUPS = (("model.estimate", "js_length", _memo_length), ("model.estimate", "js_stringify", _memo_stringify),
-            ("model.meter", "replay_meter", _memo_replay), ("model.meter", "header_equals", _same_header))
+            ("model.meter", "replay_meter", _memo_replay), ("model.meter", "header_equals", _same_header),
+            ("model.session", "is_lossless_json", _plain_json),
+            ("model.meter", "node_price", _memo_price), ("model.projection", "node_price", _memo_price),
+            ("surfacecheck.explore.safety", "node_price", _memo_price))
 """Memoised pure helpers (same results: a string's JS length, a JSON value's stringification, the
-meter state after a log prefix, a header compared with itself), installed while the oracle runs
-the model; model code is unchanged."""
+meter state after a log prefix, a header compared with itself, an event's price, the JSON check of
+plain values), installed while the oracle runs the model; model code is unchanged."""
 
 
 @dataclass(frozen=True)

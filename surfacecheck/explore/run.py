@@ -124,21 +124,36 @@ def _simulates(world: World, actions: list[str], states: list[tuple]) -> bool:
 def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Settings | None = None, symmetry: bool = True,
                 reverse: bool = False, k: int = 1, trace_dir: Path | None = None, command: str | None = None,
                 on_level=None, cache: Path | None = None, shared: bool = True, oracle: bool = False,
-                max_memory: int | None = None) -> dict:
+                max_memory: int | None = None, workers: int | None = None, scheduler: str | None = None) -> dict:
     """Explore, check, and return the report (a JSON document). ``cache``: a transition cache file;
     ``shared``: share model runs across surfaces of one shape (:mod:`.shape`); ``oracle``: also run the
     model on every real surface and report any difference (a difference is a failure, exit 1).
     ``max_memory`` (bytes): stop the search before the resident set passes it; the states found so far are
     still checked for safety (a violation there is real: exit 1), progress is not (a partial graph has false
-    dead ends), and otherwise the verdict is ``incomplete`` (exit 3), never ok."""
+    dead ends), and otherwise the verdict is ``incomplete`` (exit 3), never ok. ``workers``/``scheduler``:
+    expand the frontier on Dask (:mod:`.distributed`; the same report, cost figures aside); a lost cluster
+    raises :class:`surfacecheck.cluster.WorkerLost`."""
     world = World(bounds, settings or Settings(), variant, shared=shared, check_oracle=oracle)
     cached = 0
     if cache is not None:
         from . import cache as transition_cache
 
         cached = transition_cache.load(world, cache)
-    exp = explore(world, symmetry=symmetry, reverse=reverse, on_level=on_level,
-                  memory=MemoryLimit(max_memory) if max_memory else None)
+    memory = MemoryLimit(max_memory) if max_memory else None
+    distributed = None
+    if workers is None and scheduler is None:
+        exp = explore(world, symmetry=symmetry, reverse=reverse, on_level=on_level, memory=memory)
+    else:
+        from surfacecheck.cluster import pool
+
+        from .distributed import Expander
+
+        with pool(workers, scheduler) as cluster:
+            expander = Expander(cluster, world)
+            exp = explore(world, symmetry=symmetry, reverse=reverse, on_level=on_level, memory=memory,
+                          expand=expander)
+            distributed = {"workers": expander.partitions, "scheduler": None if cluster.local else cluster.address,
+                           "tasks": expander.tasks, "worker_model_runs": expander.model_runs}
     if cache is not None and world.oracle_calls:
         transition_cache.save(world, cache)
     started = time.perf_counter()
@@ -165,13 +180,15 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
         "symmetry": symmetry, "order": "reverse" if reverse else "forward",
         "states": len(exp.states), "edges": len(exp.edges), "depth": exp.max_depth,
         "seconds": round(exp.seconds, 3), "states_per_second": round(exp.rate, 1),
-        "check_seconds": round(check_seconds, 3), "model_runs": world.oracle_calls, "cached_transitions": cached, "complete": exp.complete,
+        "check_seconds": round(check_seconds, 3),
+        "model_runs": world.oracle_calls + (distributed["worker_model_runs"] if distributed else 0), "cached_transitions": cached, "complete": exp.complete,
         "graph": {"nodes": graph.number_of_nodes(), "arcs": graph.number_of_edges(),
                   "strongly_connected_components": components} if graph is not None else None,
         "invariants": list(SAFETY_PROPERTIES), "progress": list(PROGRESS_PROPERTIES) if checks_progress else [],
         "violations": [f.to_json() for f in findings],
         "actions": dict(sorted(Counter(action for _s, _d, action, _e in exp.edges).items())),
         "model_runs_mode": "exact" if not shared else "shared+oracle" if oracle else "shared",
+        "distributed": distributed,
         "oracle": {"checked": world.oracle_checks, "mismatches": world.oracle_mismatches[:20],
                    "mismatch_count": len(world.oracle_mismatches)} if oracle else None,
     }

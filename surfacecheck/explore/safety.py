@@ -25,6 +25,7 @@ from model.projection import SurfaceProjection, fold_projection
 from model.region import inspect_entry_state, lock_is_live
 
 from .concrete import SURFACE_TYPES, TOOL_DELTA
+from .prefix import resume
 
 SAFETY_PROPERTIES = (
     "generation-counts-replaces", "projection-equals-recount", "pairing-balanced-at-replacement-edges", "summaries-smaller",
@@ -98,19 +99,9 @@ _PROJECTED: dict[int, tuple] = {}
 
 
 def _projection(before, after) -> int:
-    """The spec 5.1 claim fold over ``after``'s log, resumed from γ's (cached: γ logs are kept alive)."""
-    hit = _PROJECTED.get(id(before.log))
-    if hit is None or hit[0] is not before.log:
-        state = SurfaceProjection()
-        for event in before.log:
-            state = fold_projection(state, event)
-        if len(_PROJECTED) > 50_000:
-            _PROJECTED.clear()
-        hit = _PROJECTED[id(before.log)] = (before.log, state)
-    state = hit[1]
-    for event in after.log[len(before.log):]:
-        state = fold_projection(state, event)
-    return state.total
+    """The spec 5.1 claim fold over ``after``'s log, resumed from the longest prefix already folded
+    (:mod:`.prefix`); only γ's part is recorded (a run's own events are new every time)."""
+    return resume(after.log, _PROJECTED, SurfaceProjection, fold_projection, keep=len(before.log)).total
 
 
 def _brackets(op, new, after) -> list[tuple[str, str]]:

@@ -79,6 +79,11 @@ class World:
         self._retain = retain_tokens(self.settings)
         self._groups: dict = {}
         self._speed = Variant("speedups", patches=oracle.SPEEDUPS)._persistent()
+        self._surface_effects: dict = {}  # (op, phase, surf, routed, retries, outcomes) -> [(outcome, effect)]
+        self._retained_moves: dict = {}  # the same + the retained index -> the op's moves, core fields aside
+        self._core_ids: dict = {}  # core -> its number (:meth:`core_id`)
+        self.cores: list = []  # number -> core
+        self._compact: list = []  # number -> its moves with successor cores as numbers (None: not yet built)
 
     def initial(self) -> tuple:
         return ("I", "", (), -2, "", 0, False, False, 0, 0, 0, 0, 0, 0)
@@ -129,6 +134,28 @@ class World:
                 self._candidates[key] = oracle.candidate(ret, surf, ctx)
         return self._candidates[key]
 
+    # -- compact cores: what the search loop reads ------------------------------------------------
+    def core_id(self, core: tuple) -> int:
+        """The number of a core (the state minus its counters); a new core gets the next number."""
+        number = self._core_ids.get(core)
+        if number is None:
+            number = self._core_ids[core] = len(self.cores)
+            self.cores.append(core)
+            self._compact.append(None)
+        return number
+
+    def compact_moves(self, number: int) -> list:
+        """The moves of core ``number`` as ``(action, core number', Δevents, Δcalls, Δcompactions, Δseq, Δturn,
+        Δgeneration, edge)``: the same list, in the same order, as :meth:`successors` reads, with each
+        successor core hashed once here instead of once per explored edge."""
+        moves = self._compact[number]
+        if moves is None:
+            core = self.cores[number]
+            full = self._cache.get(core) if self._cache else None  # filled by a transition cache file only
+            core_id = self.core_id
+            moves = self._compact[number] = [(m[0], core_id(m[1])) + m[2:] for m in full or self._moves(*core)]
+        return moves
+
     # -- transitions ------------------------------------------------------------------------------
     def successors(self, state: tuple, bounded: bool = True) -> list[tuple[str, tuple, Edge]]:
         """Every enabled action and its successor; bounds are applied here, per state (``bounded``)."""
@@ -150,7 +177,9 @@ class World:
 
     def _moves(self, phase, pend, surf, ret, ctx, retries, seen, routed) -> list:
         """The transitions of one core (the state minus counters): (action, core', Δevents, Δcalls,
-        Δcompactions, Δseq, Δturn, Δgeneration, edge)."""
+        Δcompactions, Δseq, Δturn, Δgeneration, edge). Outcomes that do the same are one edge: each
+        group of moves that could coincide (one op's outcomes) is deduplicated where it is made; moves
+        of different groups never coincide (they differ in phase, runtime context or result kind)."""
         moves: list = []
         if phase in ("I", "P"):
             for c in ("", "X", "Y"):
@@ -176,9 +205,20 @@ class World:
                                                  retries, seen, routed), 1, 0, 0, 3 if last else 2, 0, 0,
                               Edge("result", False, "", last, (), f"tool/call + tool/result {code}"
                                    + ("; step/end" if last else ""))))
-        return _dedupe(moves)
+        return moves
 
     def _effects(self, op, phase, surf, routed, retries, outcomes) -> list:
+        """``(outcome, effect)`` per summary outcome, memoised on the surface itself: the many cores that
+        share a surface (and differ in runtime context, retained snapshot, queued prompt) share it."""
+        if self.check_oracle:  # every core's runs are re-checked, as they always were
+            return self._shaped_effects(op, phase, surf, routed, retries, outcomes)
+        key = (op, phase, surf, routed, retries if op == "overflow" else 0, outcomes)
+        found = self._surface_effects.get(key)
+        if found is None:
+            found = self._surface_effects[key] = self._shaped_effects(op, phase, surf, routed, retries, outcomes)
+        return found
+
+    def _shaped_effects(self, op, phase, surf, routed, retries, outcomes) -> list:
         """``(outcome, effect)`` per summary outcome; a run that consulted no summarizer is listed once
         (every outcome does the same). Shared runs are grouped by the surface's shape (:mod:`.shape`),
         so a new surface of a known shape costs one lookup and a positional rebase per outcome."""
@@ -202,18 +242,36 @@ class World:
         return out
 
     def _effect_moves(self, moves, op, outcomes, phase, pend, surf, ret, ctx, retries, seen, routed):
+        for action, new_surf, new_ret, reloaded, deltas, edge in self._retained(op, outcomes, phase, surf, ret,
+                                                                               retries, routed):
+            new_retries, new_seen = reloaded if reloaded else (retries, seen)
+            moves.append((action, (phase, pend, new_surf, new_ret, ctx, new_retries, new_seen, routed)) + deltas
+                         + (edge,))
+
+    def _retained(self, op, outcomes, phase, surf, ret, retries, routed) -> list:
+        """An op's moves from a surface and retained index (what they depend on; spec 12 moves the index):
+        ``(action, surface', retained', (retries', seen') after a reload or None, deltas, edge)``."""
+        key = (op, outcomes, phase, surf, ret, retries if op == "overflow" else 0, routed)
+        found = None if self.check_oracle else self._retained_moves.get(key)
+        if found is not None:
+            return found
+        found = []
+        if not self.check_oracle:
+            self._retained_moves[key] = found
         for outcome, eff in self._effects(op, phase, surf, routed, retries, outcomes):
             new_ret = oracle.follow_retained(op, ret, eff)
             if op in ("prune", "reload") and eff.events == 0 and eff.surf == surf and new_ret == ret and not eff.violations:
                 continue
-            new_retries, new_seen = (eff.retries, eff.seen) if op == "reload" else (retries, seen)
-            moves.append((f"{op}:{outcome}" if outcome else op,
-                          (phase, pend, eff.surf, new_ret, ctx, new_retries, new_seen, routed),
-                          0, 0, _comps(eff), eff.events, 0, eff.gen, Edge(op, eff.failure, eff.kind, False,
-                                                                          eff.violations, eff.label)))
+            move = (f"{op}:{outcome}" if outcome else op, eff.surf, new_ret,
+                    (eff.retries, eff.seen) if op == "reload" else None, (0, 0, _comps(eff), eff.events, 0, eff.gen),
+                    Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label))
+            if not any(other[1:5] == move[1:5] and _same_kind(other[5], move[5]) for other in found):
+                found.append(move)
+        return found
 
-    def _step_moves(self, moves, pend, surf, ret, ctx, retries, seen, routed):
+    def _step_moves(self, into, pend, surf, ret, ctx, retries, seen, routed):
         """Pre-step (spec 13 steps 4-7): candidate first, then the pressure listener, then the entries."""
+        moves: list = []
         cand = self._candidate(ret, surf, ctx)
         if routed:
             effects = self._effects("pressure", "P", surf, routed, retries, self.outcomes)
@@ -228,6 +286,7 @@ class World:
             moves.append((f"step:{outcome}", ("S", "", new_surf, new_ret, ctx, retries, seen, routed),
                           0, 0, _comps(eff), eff.events + 1 + len(entered), 0, _gen(surf, eff),
                           Edge("step", eff.failure, eff.kind, False, eff.violations, label)))
+        into.extend(_dedupe(moves))
 
     def _request_moves(self, moves, surf, ret, ctx, retries, seen, routed):
         """A request (spec 13 step 8): it fits and a reply lands, or it overflows (spec 10.1)."""
@@ -241,14 +300,16 @@ class World:
                               route + 3 * k + 2 + 1, 0, 0, Edge("reply", False, "", False, (),
                                                                 f"request; assistant with {k} tool call(s)")))
             return
+        overflows: list = []
         for outcome, eff in self._effects("overflow", "S", surf, True, retries, self.outcomes):
             retry = eff.kind == "retry"
             new_ret = oracle.follow_retained("overflow", ret, eff)
             nxt = ("S", "", eff.surf, new_ret, ctx, eff.retries, eff.seen, True) if retry else \
                   ("I", "", eff.surf, new_ret, ctx, 0, eff.seen, True)
-            moves.append((f"overflow:{outcome}", nxt, 0, 0, _comps(eff), route + 1 + eff.events + (0 if retry else 3),
+            overflows.append((f"overflow:{outcome}", nxt, 0, 0, _comps(eff), route + 1 + eff.events + (0 if retry else 3),
                           0, _gen(surf, eff), Edge("overflow", eff.failure, eff.kind, not retry, eff.violations,
                                                    f"request overflowed; {eff.label}")))
+        moves.extend(_dedupe(overflows))
 
 
 def _semantic(eff: oracle.Effect) -> tuple:
@@ -268,6 +329,11 @@ def _comps(eff: oracle.Effect) -> int:
 
 def _gen(surf, eff) -> int:
     return eff.gen
+
+
+def _same_kind(a: Edge, b: Edge) -> bool:
+    """What :func:`_dedupe` compares of two edges besides successor and deltas."""
+    return a.violations == b.violations and a.failure == b.failure and a.pkind == b.pkind
 
 
 def _dedupe(moves: list) -> list:
