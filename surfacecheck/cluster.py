@@ -117,7 +117,7 @@ def pool(workers: int | None = None, scheduler: str | None = None):
     try:
         if scheduler is None:
             cluster = LocalCluster(n_workers=workers or 1, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+                                   dashboard_address=":0", silence_logs=logging.ERROR)
             client = Client(cluster, set_as_default=False)
         else:
             try:
