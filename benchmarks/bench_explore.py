@@ -1,0 +1,93 @@
+"""Explorer throughput in distinct states per second (issue 19, "Must show").
+
+Each round explores one bounded world from cold caches (γ, the shape and price tables, the
+projection folds are cleared first; nothing is read from a transition cache), so the model runs
+are paid in every round. Variants:
+
+* ``current`` — today's search (:mod:`surfacecheck.explore.bfs`, compact states);
+* ``previous`` — the explorer before issue 19 (``benchmarks/explore_previous.py``): the variant that
+  loses, kept so the speed is tracked as a ratio measured in one run;
+* ``workers-2`` — today's search with each level's new cores expanded on a local Dask cluster of two
+  processes (cluster start-up included; only at the larger bounds, and only with Dask installed).
+
+Bounds: ``default`` (5/2/1, 23,052 states) and ``6/2/2`` (403,026 states; set ``SURFACECHECK_BENCH_BIG=1``,
+a minute or more per round). ``python benchmarks/bench_explore.py [--big]`` prints a plain table
+(variants interleaved, best of N); ``python -m pytest benchmarks/bench_explore.py`` runs pytest-benchmark.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from benchmarks import explore_previous as previous
+from surfacecheck.explore import bfs, oracle, safety, shape
+from surfacecheck.explore.world import Bounds, World
+
+BOUNDS = {"default": Bounds(), "6/2/2": Bounds(6, 2, 2)}
+
+
+def cold() -> None:
+    """Forget every memo that outlives a World, so each round pays for its model runs."""
+    for table in (oracle.gamma, oracle._gamma_nodes, shape.split, shape.signature):
+        table.cache_clear()
+    safety._PROJECTED.clear()
+
+
+def run(variant: str, bounds: Bounds) -> tuple[int, int, float]:
+    """One cold exploration: (states, edges, CPU seconds of this process; wall seconds with workers)."""
+    cold()
+    if variant == "workers-2":
+        from surfacecheck.cluster import pool
+        from surfacecheck.explore.distributed import Expander
+
+        began = time.perf_counter()
+        with pool(2) as cluster:
+            world = World(bounds)
+            exp = bfs.explore(world, expand=Expander(cluster, world))
+        return len(exp.states), len(exp.edges), time.perf_counter() - began
+    world = previous.PreviousWorld(bounds) if variant == "previous" else World(bounds)
+    search = previous.explore if variant == "previous" else bfs.explore
+    began = time.process_time()
+    exp = search(world)
+    return len(exp.states), len(exp.edges), time.process_time() - began
+
+
+def _bounds() -> list[str]:
+    return ["default", "6/2/2"] if os.environ.get("SURFACECHECK_BENCH_BIG") else ["default"]
+
+
+@pytest.mark.parametrize("bounds", _bounds())
+@pytest.mark.parametrize("variant", ["current", "previous"])
+def test_explore_throughput(benchmark, variant, bounds):
+    states, edges, seconds = benchmark.pedantic(run, args=(variant, BOUNDS[bounds]), rounds=3 if bounds == "default"
+                                                else 1, iterations=1)
+    benchmark.extra_info.update(states=states, edges=edges, states_per_second=round(states / seconds))
+
+
+def main(argv: list[str]) -> int:
+    big = "--big" in argv
+    rounds = 3 if big else 5
+    names = ["previous", "current"] + (["workers-2"] if big else [])
+    for label in (["default", "6/2/2"] if big else ["default"]):
+        best: dict[str, tuple] = {}
+        for _ in range(rounds if label == "default" else 1):  # interleaved: a burst of load hits every variant
+            for name in names:
+                if name == "workers-2" and label == "default":
+                    continue
+                found = run(name, BOUNDS[label])
+                if name not in best or found[2] < best[name][2]:
+                    best[name] = found
+        print(f"explore at {label}:")
+        for name, (states, edges, seconds) in best.items():
+            print(f"  {name:<10} {states:>8} states {edges:>9} edges  {seconds:7.2f} s  {states / seconds:9.0f} states/s"
+                  + ("  (wall, with cluster start-up)" if name == "workers-2" else "  (CPU)"))
+        ratio = best["previous"][2] / best["current"][2]
+        print(f"  current is {ratio:.2f}x the previous explorer per core")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
