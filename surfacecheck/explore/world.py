@@ -152,8 +152,11 @@ class World:
         if moves is None:
             core = self.cores[number]
             full = self._cache.get(core) if self._cache else None  # filled by a transition cache file only
-            core_id = self.core_id
-            moves = self._compact[number] = [(m[0], core_id(m[1])) + m[2:] for m in full or self._moves(*core)]
+            ids, moves = self._core_ids, []
+            for action, nxt, de, dc, dk, ds, dt, dg, edge in full or self._moves(*core):
+                found = ids.get(nxt)
+                moves.append((action, self.core_id(nxt) if found is None else found, de, dc, dk, ds, dt, dg, edge))
+            self._compact[number] = moves
         return moves
 
     # -- transitions ------------------------------------------------------------------------------
@@ -182,16 +185,14 @@ class World:
         of different groups never coincide (they differ in phase, runtime context or result kind)."""
         moves: list = []
         if phase in ("I", "P"):
-            for c in ("", "X", "Y"):
+            for c, action, edge in _CONTEXT_MOVES:
                 if c != ctx:
-                    moves.append((f"ctx:{c or '-'}", (phase, pend, surf, ret, c, retries, seen, routed),
-                                  0, 0, 0, 0, 0, 0, Edge("ctx", False, "", False, (), f"runtime context -> {c or 'none'}")))
+                    moves.append((action, (phase, pend, surf, ret, c, retries, seen, routed), 0, 0, 0, 0, 0, 0, edge))
             if "S" in surf:
                 self._effect_moves(moves, "prune", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
         if phase == "I":
-            for code in ("U", "V"):
-                moves.append((f"prompt:{code}", ("P", code, surf, ret, ctx, 0, seen, routed), 1, 0, 0, 1, 1, 0,
-                              Edge("prompt", False, "", False, (), f"turn/start; prompt {code} queued")))
+            for code, action, edge in _PROMPT_MOVES:
+                moves.append((action, ("P", code, surf, ret, ctx, 0, seen, routed), 1, 0, 0, 1, 1, 0, edge))
             self._effect_moves(moves, "manual", self.outcomes, phase, pend, surf, ret, ctx, retries, seen, routed)
             self._effect_moves(moves, "reload", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
         elif phase == "P":
@@ -199,12 +200,10 @@ class World:
         elif phase == "S":
             self._request_moves(moves, surf, ret, ctx, retries, seen, routed)
         else:  # T: tool results pending
-            for code in ("R", "S"):
-                last = pend == 1
-                moves.append((f"result:{code}", ("P" if last else "T", "" if last else pend - 1, surf + (code,), ret, ctx,
-                                                 retries, seen, routed), 1, 0, 0, 3 if last else 2, 0, 0,
-                              Edge("result", False, "", last, (), f"tool/call + tool/result {code}"
-                                   + ("; step/end" if last else ""))))
+            last = pend == 1
+            for code, action, edge in _RESULT_MOVES[last]:
+                moves.append((action, ("P" if last else "T", "" if last else pend - 1, surf + (code,), ret, ctx,
+                                       retries, seen, routed), 1, 0, 0, 3 if last else 2, 0, 0, edge))
         return moves
 
     def _effects(self, op, phase, surf, routed, retries, outcomes) -> list:
@@ -294,11 +293,10 @@ class World:
         if oracle.total(surf) < self.settings.context_window:
             after_retries = 0 if seen else retries  # spec 10.2 (D3): reset on an assistant/message after overflow
             moves.append(("reply:A", ("I", "", surf + ("A",), ret, ctx, 0, seen, True), 1, 0, 0, route + 5 + 1 + 3, 0, 0,
-                          Edge("reply", False, "", True, (), "request; assistant text; step/end; turn/end")))
+                          _REPLY_EDGES[0]))
             for k in (1, 2):
                 moves.append((f"reply:T{k}", ("T", k, surf + (f"T{k}",), ret, ctx, after_retries, seen, True), 1, k, 0,
-                              route + 3 * k + 2 + 1, 0, 0, Edge("reply", False, "", False, (),
-                                                                f"request; assistant with {k} tool call(s)")))
+                              route + 3 * k + 2 + 1, 0, 0, _REPLY_EDGES[k]))
             return
         overflows: list = []
         for outcome, eff in self._effects("overflow", "S", surf, True, retries, self.outcomes):
@@ -310,6 +308,18 @@ class World:
                           0, _gen(surf, eff), Edge("overflow", eff.failure, eff.kind, not retry, eff.violations,
                                                    f"request overflowed; {eff.label}")))
         moves.extend(_dedupe(overflows))
+
+
+# The moves that run no model: their edges are constants (made once, not once per core).
+_CONTEXT_MOVES = tuple((c, f"ctx:{c or '-'}", Edge("ctx", False, "", False, (), f"runtime context -> {c or 'none'}"))
+                       for c in ("", "X", "Y"))
+_PROMPT_MOVES = tuple((code, f"prompt:{code}", Edge("prompt", False, "", False, (), f"turn/start; prompt {code} queued"))
+                      for code in ("U", "V"))
+_RESULT_MOVES = {last: tuple((code, f"result:{code}", Edge("result", False, "", last, (), f"tool/call + tool/result {code}"
+                                                           + ("; step/end" if last else "")))
+                             for code in ("R", "S")) for last in (False, True)}
+_REPLY_EDGES = (Edge("reply", False, "", True, (), "request; assistant text; step/end; turn/end"),) + tuple(
+    Edge("reply", False, "", False, (), f"request; assistant with {k} tool call(s)") for k in (1, 2))
 
 
 def _semantic(eff: oracle.Effect) -> tuple:
