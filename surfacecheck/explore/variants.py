@@ -31,23 +31,24 @@ class Variant:
 
 
     def _persistent(self):
-        """A re-enterable context whose replacement functions (and their memo tables) are made once."""
-        made = [(m, a, None) for m, a, _ in self.patches]
+        """A re-enterable context whose replacement functions (and their memo tables) are made once, and
+        whose modules are imported once (it is entered around every model run)."""
+        made = [None] * len(self.patches)
         patches = self.patches
+        modules: list = []
 
         @contextlib.contextmanager
         def context():
+            if not modules:  # import first: a module importing a name while another is patched would keep the patch
+                modules.extend(importlib.import_module(module_name) for module_name, _attr, _make in patches)
             saved = []
-            for module_name, _attr, _make in patches:  # import first: a module importing a name
-                importlib.import_module(module_name)  # while another is patched would keep the patch
             try:
-                for index, (module_name, attr, make) in enumerate(patches):
-                    module = importlib.import_module(module_name)
+                for index, (module, (_name, attr, make)) in enumerate(zip(modules, patches)):
                     original = getattr(module, attr)
-                    if made[index][2] is None:
-                        made[index] = (module_name, attr, make(original))
+                    if made[index] is None:
+                        made[index] = make(original)
                     saved.append((module, attr, original))
-                    setattr(module, attr, made[index][2])
+                    setattr(module, attr, made[index])
                 yield
             finally:
                 for module, attr, original in reversed(saved):
