@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from surfacecheck import cluster
 from surfacecheck.argtypes import positive_seconds, writable_dir
 from surfacecheck.memory import parse_size
 from surfacecheck.runtime.api import LEVELS
@@ -71,6 +72,7 @@ def register(commands) -> None:
                    help="stop before an example would start with this process's resident memory above SIZE (512M, "
                         "2G, ...): the run ends 'incomplete after N examples' (exit 3) unless a violation came first; "
                         "a cmd: runtime's own memory is not counted; default: no bound")
+    cluster.add_arguments(p, "each level's examples, in 8 shards with derived seeds (the same shards at any N)")
     p.set_defaults(func=run_verify_command)
 
     p = commands.add_parser("replay",
@@ -104,7 +106,14 @@ def run_verify_command(args) -> int:
         report = verify(args.runtime, level=args.level, profile=profile, seed=args.seed,
                         trace_dir=Path(args.trace_dir), regressions=regressions, replay_also=replay_also, save_regressions=not args.no_save,
                         timeout=args.timeout, command="surfacecheck " + " ".join(sys.argv[1:]),
-                        shrink=not args.no_shrink, max_memory=args.max_memory)
+                        shrink=not args.no_shrink, max_memory=args.max_memory, workers=args.workers,
+                        scheduler=args.scheduler)
+    except cluster.ClusterUnavailable as exc:
+        return _usage(args, str(exc))
+    except cluster.WorkerLost as exc:
+        out = {"command": "verify", "verdict": "inconclusive", "exit_code": 3, "error": str(exc)}
+        print(json.dumps(out) if args.json else f"verify: INCONCLUSIVE: {exc}")
+        return 3
     except ValueError as exc:
         return _usage(args, str(exc))
     except OSError as exc:

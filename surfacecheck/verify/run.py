@@ -13,6 +13,7 @@ import re
 import shlex
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -137,9 +138,11 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
            trace_dir: Path = Path("reports/out/traces"), regressions: Path | None = REGRESSIONS,
            save_regressions: bool = True, timeout: float = 10.0, err: TextIO = sys.stderr,
            command: str | None = None, shrink: bool = True, replay_also: tuple[Path, ...] = (),
-           max_memory: int | None = None) -> VerifyReport:
+           max_memory: int | None = None, workers: int | None = None, scheduler: str | None = None) -> VerifyReport:
     """Run verify; ``ValueError`` for an unknown runtime spelling (usage error). ``max_memory`` (bytes) stops a
-    level, incomplete (exit 3), before an example would start above it; no further level runs."""
+    level, incomplete (exit 3), before an example would start above it; no further level runs. ``workers`` /
+    ``scheduler``: each level's examples in shards on Dask (:mod:`.sharded`); a lost cluster raises
+    :class:`surfacecheck.cluster.WorkerLost`."""
     ensure_variants()
     seed = new_seed(profile, seed)
     report = VerifyReport(runtime_spec, profile, seed)
@@ -166,26 +169,10 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
         if any(r["verdict"] == "inconclusive" for r in report.regressions):
             return report  # the runtime died replaying a regression: nothing more can be concluded
         reference = open_reference(runtime_spec)
-        for lvl in levels:
-            err.write(f"verify: level {lvl} ...\n")
-            result = run_level(runtime, reference, lvl, profile, seed, shrink, max_memory)
-            report.levels.append(result)
-            err.write(f"verify: level {lvl}: {result.status}, {result.examples} examples, {result.steps} steps "
-                      f"in {result.seconds:.1f} s\n")
-            if result.violation is not None:
-                trace = Trace("verify", lvl, result.violation.property, tuple(result.trace_steps), result.violation,
-                              runtime_spec, seed, command or _command(runtime_spec, lvl, profile, seed))
-                if shrink:
-                    before = len(trace.steps)
-                    trace = minimise_trace(trace, runtime, timeout=timeout)
-                    err.write(f"verify: level {lvl}: trace cut from {before} to {len(trace.steps)} steps by step deletion\n")
-                path = write_trace(Path(trace_dir) / f"verify-{lvl}-{slug(runtime_spec)}-{seed}.jsonl", trace)
-                write_reproducer(path, trace)
-                report.traces.append(str(path))
-                if save_regressions and regressions is not None:
-                    keep_regression(regressions, trace)
-            if result.unavailable or result.incomplete:
-                break
+        with _shards(workers, scheduler) as pool:
+            _run_levels(report, pool, runtime, reference, runtime_spec, levels, profile, seed, trace_dir=trace_dir,
+                        regressions=regressions, save_regressions=save_regressions, timeout=timeout, err=err,
+                        command=command, shrink=shrink, max_memory=max_memory)
     finally:
         try:
             runtime.close()
@@ -193,6 +180,48 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
             pass
         report.seconds = time.perf_counter() - began
     return report
+
+
+@contextmanager
+def _shards(workers: int | None, scheduler: str | None):
+    if workers is None and scheduler is None:
+        yield None
+        return
+    from surfacecheck.cluster import pool
+
+    with pool(workers, scheduler) as opened:
+        yield opened
+
+
+def _run_levels(report: VerifyReport, pool, runtime, reference, runtime_spec: str, levels: list[str], profile: str,
+                seed: int, *, trace_dir, regressions, save_regressions, timeout, err, command, shrink, max_memory):
+    """Each level in turn (in this process, or in shards on ``pool``); a failure is minimised and kept."""
+    for lvl in levels:
+        err.write(f"verify: level {lvl} ...\n")
+        if pool is None:
+            result, trace_seed = run_level(runtime, reference, lvl, profile, seed, shrink, max_memory), seed
+        else:
+            from surfacecheck.verify.sharded import run_level_sharded
+
+            result, trace_seed = run_level_sharded(pool, runtime_spec, lvl, profile, seed, shrink=shrink,
+                                                   timeout=timeout, max_memory=max_memory)
+        report.levels.append(result)
+        err.write(f"verify: level {lvl}: {result.status}, {result.examples} examples, {result.steps} steps "
+                  f"in {result.seconds:.1f} s\n")
+        if result.violation is not None:
+            trace = Trace("verify", lvl, result.violation.property, tuple(result.trace_steps), result.violation,
+                          runtime_spec, trace_seed, command or _command(runtime_spec, lvl, profile, trace_seed))
+            if shrink:
+                before = len(trace.steps)
+                trace = minimise_trace(trace, runtime, timeout=timeout)
+                err.write(f"verify: level {lvl}: trace cut from {before} to {len(trace.steps)} steps by step deletion\n")
+            path = write_trace(Path(trace_dir) / f"verify-{lvl}-{slug(runtime_spec)}-{trace_seed}.jsonl", trace)
+            write_reproducer(path, trace)
+            report.traces.append(str(path))
+            if save_regressions and regressions is not None:
+                keep_regression(regressions, trace)
+        if result.unavailable or result.incomplete:
+            break
 
 
 def _command(spec: str, level: str, profile: str, seed: int) -> str:

@@ -33,9 +33,9 @@ CI_SEED = 20261130
 
 
 
-def hypothesis_settings(profile: str, level: str = "log", shrink: bool = True) -> Settings:
+def hypothesis_settings(profile: str, level: str = "log", shrink: bool = True, examples: int | None = None) -> Settings:
     spec = PROFILES[profile]
-    return Settings(max_examples=max_examples(profile, level), stateful_step_count=spec["stateful_step_count"],
+    return Settings(max_examples=examples or max_examples(profile, level), stateful_step_count=spec["stateful_step_count"],
                     deadline=None, database=None, derandomize=False, print_blob=False,
                     suppress_health_check=list(HealthCheck),
                     phases=(Phase.explicit, Phase.generate, Phase.target) + ((Phase.shrink,) if shrink else ()))
@@ -85,20 +85,21 @@ def open_reference(spec: str) -> Runtime | None:
 
 
 def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: str, seed: int,
-              shrink: bool = True, max_memory: int | None = None, record: list | None = None) -> LevelResult:
+              shrink: bool = True, max_memory: int | None = None, record: list | None = None,
+              examples: int | None = None) -> LevelResult:
     """Run ``level``'s machine under ``profile`` with ``seed``; never raises for a runtime failure. With
     ``max_memory`` (bytes) the run stops, incomplete, before an example starts above it; ``record`` (a list)
-    receives every example's steps."""
+    receives every example's steps; ``examples`` replaces the profile's number (a shard, :mod:`.sharded`)."""
     context = RunContext(runtime, reference, monitors_for(level), memory=MemoryLimit(max_memory) if max_memory else None,
                          record=record)
-    context.progress = tqdm(total=max_examples(profile, level), desc=f"verify {level}", unit="example",
+    context.progress = tqdm(total=examples or max_examples(profile, level), desc=f"verify {level}", unit="example",
                             file=sys.stderr, disable=None, leave=False)
     machine = hypothesis_seed(seed)(bind(MACHINES[level], context))
     result = LevelResult(level)
     began = time.perf_counter()
     try:
         with shrink_budget(PROFILES[profile]["shrink_seconds"]), with_reporter(_to_stderr):
-            run_state_machine_as_test(machine, settings=hypothesis_settings(profile, level, shrink))
+            run_state_machine_as_test(machine, settings=hypothesis_settings(profile, level, shrink, examples))
     except RuntimeGone as gone:
         result.unavailable, result.stderr = f"{gone.cause.kind}: {gone.cause}", gone.cause.stderr
     except MemoryLimitReached:
@@ -116,7 +117,7 @@ def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: 
     result.seconds = time.perf_counter() - began
     result.examples, result.steps, result.operations = context.examples, context.steps, dict(context.operations)
     if context.memory is not None and context.memory.reached is not None and context.failure is None:
-        result.incomplete = (f"incomplete after {context.examples} of {max_examples(profile, level)} examples "
+        result.incomplete = (f"incomplete after {context.examples} of {examples or max_examples(profile, level)} examples "
                              f"({context.steps} steps): {context.memory.reached}")
     if context.failure is not None and result.violation is None and result.unavailable is None:
         result.trace_steps, result.violation = context.failure

@@ -1,0 +1,88 @@
+"""``verify --workers N``: each level's examples in shards with derived seeds, run on Dask workers.
+
+A level's Hypothesis run is split into :data:`SHARDS` shards, always the same ones whatever the
+number of workers: shard ``i`` of level ``L`` under seed ``S`` runs ``ceil(examples / SHARDS)``
+examples with the seed :func:`shard_seed` ``(S, L, i)``, against its own runtime and model
+(opened in the worker process). The shards' results are merged in shard order: counts add up,
+and the level's violation is the first shard's in that order (then minimised and written here,
+as in a serial run). So the verdict, the trace and the counts are the same at any worker count;
+they differ from a run without ``--workers`` (one Hypothesis run of all examples on one seed),
+which stays what ``check`` and CI run.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+from collections import Counter
+
+from surfacecheck.cluster import Pool
+from surfacecheck.runtime.api import RuntimeUnavailable
+from surfacecheck.runtime.select import open_runtime
+from surfacecheck.verify.profiles import max_examples
+from surfacecheck.verify.runner import LevelResult, open_reference, run_level
+
+SHARDS = 8
+
+
+def shard_seed(seed: int, level: str, index: int) -> int:
+    """The seed of shard ``index`` of ``level``: a hash of the run's seed, the level and the index."""
+    return int(hashlib.sha256(f"{seed}:{level}:{index}".encode()).hexdigest()[:8], 16) % 2**31
+
+
+def run_shard(task: tuple) -> tuple[int, LevelResult]:
+    """On a worker: one shard against a runtime of its own; never raises for a runtime failure."""
+    from surfacecheck.verify.replay import ensure_variants
+
+    spec, timeout, level, profile, seed, shrink, max_memory, examples = task
+    ensure_variants()  # the seeded-bug runtimes (embedded:<bug>, model:<variant>) are registered per process
+    try:
+        runtime = open_runtime(spec, timeout=timeout)
+    except RuntimeUnavailable as exc:
+        result = LevelResult(level)
+        result.unavailable, result.stderr = f"{exc.kind}: {exc}", exc.stderr
+        return seed, result
+    reference = open_reference(spec)
+    try:
+        return seed, run_level(runtime, reference, level, profile, seed, shrink, max_memory, examples=examples)
+    finally:
+        for opened in (runtime, reference):
+            try:
+                if opened is not None:
+                    opened.close()
+            except Exception:  # noqa: BLE001 - closing a dead child must not hide the shard's result
+                pass
+
+
+def run_level_sharded(pool: Pool, spec: str, level: str, profile: str, seed: int, *, shrink: bool, timeout: float,
+                      max_memory: int | None) -> tuple[LevelResult, int]:
+    """The level's shards on ``pool``, merged; and the seed of the shard whose violation is reported."""
+    import time
+
+    from tqdm import tqdm
+
+    per_shard = math.ceil(max_examples(profile, level) / SHARDS)
+    tasks = [(spec, timeout, level, profile, shard_seed(seed, level, i), shrink, max_memory, per_shard)
+             for i in range(SHARDS)]
+    bar = tqdm(total=SHARDS, desc=f"verify {level} (shards)", unit="shard", file=sys.stderr, disable=None, leave=False)
+    began = time.perf_counter()
+    try:
+        results = pool.map(run_shard, tasks, label=f"verify-{level}", done=lambda _i, _r: bar.update(1))
+    finally:
+        bar.close()
+    merged = LevelResult(level)
+    merged.seconds = time.perf_counter() - began
+    operations: Counter = Counter()
+    chosen = seed
+    for shard_seed_, result in results:
+        merged.examples += result.examples
+        merged.steps += result.steps
+        operations.update(result.operations)
+        if merged.violation is None and result.violation is not None:
+            merged.violation, merged.trace_steps, chosen = result.violation, result.trace_steps, shard_seed_
+        if merged.unavailable is None and result.unavailable is not None:
+            merged.unavailable, merged.stderr = result.unavailable, result.stderr
+        if merged.incomplete is None and result.incomplete is not None:
+            merged.incomplete = result.incomplete
+    merged.operations = dict(operations)
+    return merged, chosen
