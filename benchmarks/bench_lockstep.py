@@ -10,11 +10,17 @@ cuts, measure and projection are compared with the model. Variants:
 * ``cmd-embedded`` — the embedded runtime over the protocol (``python -m surfacecheck.serve embedded``):
   the variant that loses, paying a pipe round trip per request.
 
+And the lockstep inside ``verify`` (issue 4 part 2): level ``log``'s Hypothesis machine on the embedded runtime,
+the figure ``verify --json`` prints as ``steps_per_second``, as a ratio against the comparison path before
+(``run_level(fast=False)``: every answer normalised and walked, every oracle question asked again), the variant
+that loses. ``SURFACECHECK_BENCH_PROFILE`` picks the verify profile (default ``ci``).
+
 Run ``python -m pytest benchmarks/bench_lockstep.py`` (pytest-benchmark; steps/s in ``extra_info``)
 or ``python benchmarks/bench_lockstep.py`` for a plain table.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -25,11 +31,14 @@ from properties.stateful import events as ev
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step
 from surfacecheck.verify.lockstep import Lockstep
-from surfacecheck.verify.runner import monitors_for
+from surfacecheck.verify.runner import CI_SEED, monitors_for, run_level
 
 ROUNDS = 25
 VARIANTS = {"embedded": ("embedded", True), "model-only": ("model", False),
             "cmd-embedded": ("cmd:python -m surfacecheck.serve embedded", True)}
+VERIFY_VARIANTS = {"verify": True, "verify-old-path": False}
+"""The verify lockstep's comparison path: ``fast`` (the shortcut, the reused answers) or the old one (loses)."""
+VERIFY_PROFILE = os.environ.get("SURFACECHECK_BENCH_PROFILE", "ci")
 
 
 def workload(rounds: int = ROUNDS) -> list[Step]:
@@ -105,6 +114,42 @@ def test_lockstep_throughput(benchmark, steps, variant):
     benchmark.extra_info.update(steps=len(steps), steps_per_second=round(len(steps) / seconds, 1))
 
 
+def run_verify(fast: bool, profile: str = VERIFY_PROFILE) -> tuple[int, float]:
+    """One level-``log`` verify run on the embedded runtime (seed ``CI_SEED``, unshrunk): (steps, seconds)."""
+    runtime, reference = open_runtime("embedded"), open_runtime("model")
+    try:
+        result = run_level(runtime, reference, "log", profile, CI_SEED, shrink=False, fast=fast)
+    finally:
+        runtime.close()
+    assert result.status == "ok", result.to_json()
+    return result.steps, result.seconds
+
+
+@pytest.mark.parametrize("variant", sorted(VERIFY_VARIANTS))
+def test_verify_lockstep_throughput(benchmark, variant):
+    done: list[tuple[int, float]] = []
+    benchmark.pedantic(lambda: done.append(run_verify(VERIFY_VARIANTS[variant])), rounds=2, iterations=1)
+    steps, seconds = min(done, key=lambda run: run[1])
+    benchmark.extra_info.update(profile=VERIFY_PROFILE, steps=steps, steps_per_second=round(steps / seconds, 1))
+
+
+def test_verify_lockstep_ratio(benchmark):
+    """The figure tracked: old path's seconds per step over the new one's, best of interleaved runs (a burst of
+    load on a shared machine hits both alike). Above 1 when the new path wins."""
+    best = {name: float("inf") for name in VERIFY_VARIANTS}
+
+    def both() -> None:
+        for name, fast in VERIFY_VARIANTS.items():
+            steps, seconds = run_verify(fast)
+            best[name] = min(best[name], seconds / steps)
+
+    benchmark.pedantic(both, rounds=2, iterations=1)
+    ratio = best["verify-old-path"] / best["verify"]
+    benchmark.extra_info.update(profile=VERIFY_PROFILE, ratio=round(ratio, 2),
+                                **{f"{name}_steps_per_second": round(1 / spt, 1) for name, spt in best.items()})
+    assert ratio > 1.0, f"the old comparison path is not slower: ratio {ratio:.2f}"
+
+
 def main() -> int:
     steps = workload()
     print(f"lockstep at level log: {len(steps)} steps per run (best of 7, variants interleaved)")
@@ -114,6 +159,15 @@ def main() -> int:
             best[name] = min(best[name], run_lockstep(spec, with_model, steps))
     for name, seconds in best.items():
         print(f"  {name:<13} {len(steps) / seconds:8.0f} steps/s  ({seconds * 1000:.0f} ms)")
+    print(f"verify's lockstep at level log, profile {VERIFY_PROFILE} (best of 3, interleaved)")
+    rate = {name: 0.0 for name in VERIFY_VARIANTS}
+    for _ in range(3):
+        for name, fast in VERIFY_VARIANTS.items():
+            steps, seconds = run_verify(fast)
+            rate[name] = max(rate[name], steps / seconds)
+    for name, per_second in rate.items():
+        print(f"  {name:<16} {per_second:8.0f} steps/s")
+    print(f"  ratio {rate['verify'] / rate['verify-old-path']:.2f}")
     return 0
 
 

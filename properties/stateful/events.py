@@ -9,6 +9,8 @@ shadow price (spec 5.1).
 """
 from __future__ import annotations
 
+import random
+
 from hypothesis import strategies as st
 
 from model.runtime_context import CLEARED, CONTEXT_HEADER, RUNTIME_CONTEXT_SOURCE
@@ -19,8 +21,23 @@ MODELS = ("mod", "mod-b")
 OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
 
 WORDS = ("read", "the", "file", "tool", "result", "summary", "node", "cut", "price", "claim", "héllo", "日本", "🙂")
-texts = st.lists(st.sampled_from(WORDS), min_size=1, max_size=60).map(" ".join)
-long_texts = st.lists(st.sampled_from(WORDS), min_size=40, max_size=160).map(" ".join)
+
+
+def _words(count: int, seed: int) -> str:
+    """``count`` words of :data:`WORDS` (ASCII, Latin-1, CJK and an astral emoji: the estimator counts UTF-16
+    units, spec 4.1), picked by ``seed``."""
+    return " ".join(random.Random(seed).choices(WORDS, k=count))
+
+
+def word_texts(min_size: int, max_size: int):
+    """Texts of ``min_size``..``max_size`` words in two draws (a length, a seed) instead of two per word (a
+    list's continue flag and its element): a long text was up to 320 choices, and Hypothesis's cost per example
+    grows with its choices (the draws, the mutator's spans, the data tree). Shrinks to the fewest words, seed 0."""
+    return st.builds(_words, st.integers(min_size, max_size), st.integers(0, 2**32 - 1))
+
+
+texts = word_texts(1, 60)
+long_texts = word_texts(40, 160)
 any_texts = st.one_of(texts, long_texts)
 
 

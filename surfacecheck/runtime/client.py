@@ -93,6 +93,45 @@ class ProcessRuntime:
     def call(self, op: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         return self._request(op, {} if args is None else args, self.timeout)
 
+    def call_many(self, requests: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """Pipelined requests: every line written at once, the answers read in order, each within ``timeout`` of
+        the last. One entry per request: its result, a :class:`ProtocolError` (refused by the protocol, or args
+        that are not JSON: not sent), or the :class:`RuntimeUnavailable` that ended the runtime (for that request
+        and every later one). Nothing is raised, so the caller reads the answers up to the one it stops at, as
+        if it had asked one at a time; every answer is read, so no stale line is left for the next request."""
+        if self._dead is not None:
+            return [self._gone() for _ in requests]
+        sent: list[tuple[int, str] | ProtocolError] = []
+        lines = []
+        for op, args in requests:
+            self._next_id += 1
+            try:
+                lines.append(json.dumps({"id": self._next_id, "op": op, "args": args}, separators=(",", ":"),
+                                        allow_nan=False))
+                sent.append((self._next_id, op))
+            except (TypeError, ValueError) as exc:
+                sent.append(ProtocolError("bad-args", f"args of {op!r} are not JSON: {exc}"))
+        try:
+            self._proc.stdin.write("".join(line + "\n" for line in lines))
+            self._proc.stdin.flush()
+        except (OSError, ValueError):
+            lost = self._exited(f"could not send {requests[0][0]!r}")
+            return [lost for _ in requests]
+        return [entry if isinstance(entry, ProtocolError) else self._answer(*entry) for entry in sent]
+
+    def _gone(self) -> RuntimeUnavailable:
+        return RuntimeUnavailable(self._dead.kind, f"runtime {self.name!r} is no longer usable: {self._dead}",
+                                  self._dead.stderr)
+
+    def _answer(self, rid: int, op: str) -> Any:
+        """The answer to request ``rid`` (already sent), or the exception it ends in (returned, not raised)."""
+        if self._dead is not None:
+            return self._gone()
+        try:
+            return self._receive(op, rid, self.timeout)
+        except (ProtocolError, RuntimeUnavailable) as exc:
+            return exc
+
     def close(self) -> None:
         """Close stdin (the server's end of input), give the child a moment, then kill it. Idempotent."""
         proc = getattr(self, "_proc", None)
@@ -176,8 +215,7 @@ class ProcessRuntime:
 
     def _request(self, op: str, args: dict, timeout: float) -> dict[str, Any]:
         if self._dead is not None:
-            raise RuntimeUnavailable(self._dead.kind, f"runtime {self.name!r} is no longer usable: {self._dead}",
-                                     self._dead.stderr)
+            raise self._gone()
         self._next_id += 1
         rid = self._next_id
         try:
@@ -189,6 +227,9 @@ class ProcessRuntime:
             self._proc.stdin.flush()
         except (OSError, ValueError):
             raise self._exited(f"could not send {op!r}")
+        return self._receive(op, rid, timeout)
+
+    def _receive(self, op: str, rid: int, timeout: float) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         try:
             raw = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))

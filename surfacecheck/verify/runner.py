@@ -86,12 +86,13 @@ def open_reference(spec: str) -> Runtime | None:
 
 def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: str, seed: int,
               shrink: bool = True, max_memory: int | None = None, record: list | None = None,
-              examples: int | None = None) -> LevelResult:
+              examples: int | None = None, fast: bool = True) -> LevelResult:
     """Run ``level``'s machine under ``profile`` with ``seed``; never raises for a runtime failure. With
     ``max_memory`` (bytes) the run stops, incomplete, before an example starts above it; ``record`` (a list)
-    receives every example's steps; ``examples`` replaces the profile's number (a shard, :mod:`.sharded`)."""
+    receives every example's steps; ``examples`` replaces the profile's number (a shard, :mod:`.sharded`);
+    ``fast=False`` runs the lockstep's old comparison path (benchmarks only)."""
     context = RunContext(runtime, reference, monitors_for(level), memory=MemoryLimit(max_memory) if max_memory else None,
-                         record=record)
+                         record=record, fast=fast)
     context.progress = tqdm(total=examples or max_examples(profile, level), desc=f"verify {level}", unit="example",
                             file=sys.stderr, disable=None, leave=False)
     machine = hypothesis_seed(seed)(bind(MACHINES[level], context))

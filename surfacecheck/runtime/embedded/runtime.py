@@ -7,7 +7,6 @@ stuck (spec 4.2 "a failing event remains unread"): ``measure`` then answers the 
 """
 from __future__ import annotations
 
-from copy import deepcopy
 from typing import Any, Callable
 
 from model.errors import ModelError
@@ -27,6 +26,17 @@ from .breakdown import Composition
 from .usage import UsageTotals
 
 FOLD_ERRORS = (ModelError, KeyError, TypeError, IndexError, AttributeError)
+
+
+def copy_json(value: Any) -> Any:
+    """A copy of a logged event, so a caller cannot change the log (spec 1.1: events are immutable once written).
+    A committed event is lossless JSON (spec 1.3 step 1), a tree of dicts, lists and scalars, so this walk copies
+    it as ``deepcopy`` did, at a fraction of its cost (``events`` is asked after every lockstep step)."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    return value
 
 
 def as_model_error(exc: Exception, event: dict) -> ModelError:
@@ -144,7 +154,7 @@ class EmbeddedRuntime:
     def _events(self, args: dict) -> dict:
         """The log from seq ``from`` on, each event as written (spec 1.1; read-only)."""
         start = events_from(args)
-        return {"events": [deepcopy(event) for event in self.session.log[start:]]}
+        return {"events": [copy_json(event) for event in self.session.log[start:]]}
 
     def _surface(self, args: dict) -> dict:
         return {"nodes": list(self.session.surface.nodes), "generation": self.session.generation}
