@@ -12,7 +12,8 @@ are paid in every round. Variants:
 
 Bounds: ``default`` (5/2/1, 23,052 states) and ``6/2/2`` (403,026 states; set ``SURFACECHECK_BENCH_BIG=1``,
 a minute or more per round). ``python benchmarks/bench_explore.py [--big]`` prints a plain table
-(variants interleaved, best of N); ``python -m pytest benchmarks/bench_explore.py`` runs pytest-benchmark.
+(variants interleaved, each round in a fresh process, best of N); ``python -m pytest benchmarks/bench_explore.py``
+runs pytest-benchmark (in one process, caches cleared between rounds).
 """
 from __future__ import annotations
 
@@ -67,20 +68,31 @@ def test_explore_throughput(benchmark, variant, bounds):
     benchmark.extra_info.update(states=states, edges=edges, states_per_second=round(states / seconds))
 
 
+def isolated(variant: str, label: str) -> tuple[int, int, float]:
+    """:func:`run` in a fresh interpreter: nothing (a model-level memo, the allocator, the collector's
+    generations) carries over from an earlier round or another variant."""
+    import json
+    import subprocess
+
+    code = (f"import json; from benchmarks.bench_explore import run, BOUNDS; "
+            f"print(json.dumps(run({variant!r}, BOUNDS[{label!r}])))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return tuple(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def main(argv: list[str]) -> int:
     big = "--big" in argv
-    rounds = 3 if big else 5
     names = ["previous", "current"] + (["workers-2"] if big else [])
     for label in (["default", "6/2/2"] if big else ["default"]):
         best: dict[str, tuple] = {}
-        for _ in range(rounds if label == "default" else 1):  # interleaved: a burst of load hits every variant
+        for _ in range(5 if label == "default" else 1):  # interleaved: a burst of load hits every variant
             for name in names:
                 if name == "workers-2" and label == "default":
                     continue
-                found = run(name, BOUNDS[label])
+                found = isolated(name, label)
                 if name not in best or found[2] < best[name][2]:
                     best[name] = found
-        print(f"explore at {label}:")
+        print(f"explore at {label} (each round a fresh process; best of {5 if label == 'default' else 1}):")
         for name, (states, edges, seconds) in best.items():
             print(f"  {name:<10} {states:>8} states {edges:>9} edges  {seconds:7.2f} s  {states / seconds:9.0f} states/s"
                   + ("  (wall, with cluster start-up)" if name == "workers-2" else "  (CPU)"))
