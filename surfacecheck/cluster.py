@@ -75,11 +75,12 @@ class Pool:
     def workers(self) -> list[str]:
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
 
-    def map(self, fn, items: list, *, pin: bool = False, label: str = "task") -> list:
+    def map(self, fn, items: list, *, pin: bool = False, label: str = "task", done=None) -> list:
         """``[fn(item) for item in items]`` on the cluster, in item order. ``pin``: item i goes to worker
-        i mod W first (so a partition meets the caches it warmed), and to any worker if that one is lost."""
-        from distributed import CancelledError
-        from distributed.scheduler import KilledWorker
+        i mod W first (so a partition meets the caches it warmed), and to any worker if that one is lost.
+        ``done(index, result)`` is called as each item finishes, in completion order (a progress bar);
+        the list returned is still in item order, so nothing a command reports depends on that order."""
+        from distributed import as_completed
 
         if not items:
             return []
@@ -89,16 +90,32 @@ class Pool:
             where = {"workers": [workers[index % len(workers)]], "allow_other_workers": True} if workers else {}
             futures.append(self.client.submit(fn, item, pure=False, retries=RETRIES, key=f"{label}-{index}-"
                                               f"{os.urandom(4).hex()}", **where))
+        position = {future.key: index for index, future in enumerate(futures)}
+        results: dict[int, object] = {}
         try:
-            return self.client.gather(futures)
-        except KilledWorker as exc:
-            raise WorkerLost(f"{label}: a worker died running it {exc.args[1] if len(exc.args) > 1 else ''}; "
-                             "the scheduler gave up (allowed-failures)") from None
-        except (CancelledError, OSError, TimeoutError) as exc:
-            raise WorkerLost(f"{label}: the Dask cluster went away ({type(exc).__name__}: {exc})") from None
+            for future in as_completed(futures, loop=self.client.loop):
+                index = position[future.key]
+                results[index] = _result(future, label)
+                if done is not None:
+                    done(index, results[index])
+            return [results[index] for index in range(len(items))]
         finally:
             for future in futures:
                 future.release()
+
+
+def _result(future, label: str):
+    """One future's value; Dask giving up on it (or the cluster going away) is :class:`WorkerLost`."""
+    from distributed import CancelledError
+    from distributed.scheduler import KilledWorker
+
+    try:
+        return future.result()
+    except KilledWorker as exc:
+        raise WorkerLost(f"{label}: a worker died running it {exc.args[1] if len(exc.args) > 1 else ''}; "
+                         "the scheduler gave up (allowed-failures)") from None
+    except (CancelledError, OSError, TimeoutError) as exc:
+        raise WorkerLost(f"{label}: the Dask cluster went away ({type(exc).__name__}: {exc})") from None
 
 
 @contextmanager

@@ -1,0 +1,44 @@
+"""surfacecheck/cluster.py: an ordered map on Dask; a lost worker is retried, Dask giving up is WorkerLost,
+no Dask is ClusterUnavailable (the install hint)."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+
+import cluster_work  # noqa: E402
+from surfacecheck import cluster  # noqa: E402
+
+
+def test_results_come_back_in_item_order_and_done_sees_every_item():
+    seen = []
+    with cluster.pool(2) as p:
+        assert len(p.workers) == 2
+        out = p.map(cluster_work.square, list(range(7)), label="square", done=lambda i, r: seen.append((i, r)))
+    assert out == [i * i for i in range(7)]
+    assert sorted(seen) == [(i, i * i) for i in range(7)]
+
+
+def test_a_worker_killed_mid_run_is_rescheduled_and_the_result_is_complete(tmp_path):
+    marker = tmp_path / "died"
+    with cluster.pool(2) as p:
+        out = p.map(cluster_work.die_once, [(i, str(marker)) for i in range(4)], label="die-once")
+    assert marker.exists()  # a worker process really died
+    assert out == [0, 1, 4, 9]
+
+
+def test_when_dask_gives_up_on_a_task_the_run_is_worker_lost():
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with cluster.pool(1) as p, pytest.raises(cluster.WorkerLost, match="gave up"):
+            p.map(cluster_work.always_die, [1], label="doomed")
+
+
+def test_without_dask_the_pool_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(cluster.ClusterUnavailable, match=r"pip install 'surfacecheck\[dask\]'"):
+        with cluster.pool(2):
+            pass
