@@ -128,7 +128,7 @@ def diffs_of(work: Path, env: dict, wanted: list[list[str]]) -> dict[str, str]:
 
 def results_on(pool, job: Job, log: Path, say) -> tuple[dict, str | None]:
     """Every mutant of ``job`` on ``pool``: mutmut's results ``{file: [row]}`` (as ``embedded.READ_RESULTS``
-    gives them) and None, or ``{}`` and why the run is void. WorkerLost propagates (the caller: void)."""
+    gives them) and None, or ``{}`` and why the run is void (exit 3). WorkerLost propagates (the caller: void)."""
     from .embedded import STATUS_BY_EXIT, void_reason
 
     listed = prepare(job, log)
@@ -145,6 +145,8 @@ def results_on(pool, job: Job, log: Path, say) -> tuple[dict, str | None]:
             last[0] = time.monotonic()
     try:
         rows = pool.map(run_mutant, [(job, key) for _file, key in listed], label="mutant", done=done)
+    except RuntimeError as exc:  # a worker could not prepare the copy or start its gate: no score, no traceback
+        return {}, f"a Dask worker could not run the mutants: {exc}"
     finally:
         pool.run_on_every_worker(stop_servers, job.work)
     shown = [pair for pair, row in zip(listed, rows) if row["exit"] in (0, 33, 5)]
