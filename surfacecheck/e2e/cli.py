@@ -46,7 +46,8 @@ exit codes:
   1  a difference with the model or an audit error (a bundle is kept for each), or a NEW finding
      (a promise-* violation on a real log that properties/findings.json does not register)
   2  bad usage or a bad script file (printed as PATH: reason)
-  3  inconclusive: the runtime could not be run ({INSTALL_HINT.split(':')[0]}), crashed, hung or timed out
+  3  inconclusive: the runtime could not be run ({INSTALL_HINT.split(':')[0]}), crashed, hung or timed out;
+     or --workers/--scheduler: Dask gave up on a script (its workers kept dying) or the cluster went away
 """
 
 

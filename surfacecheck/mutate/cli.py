@@ -38,7 +38,7 @@ first or the score is void. Survivors are listed with their diff, file and line;
 """
 EPILOG = """\
 exit status: 0 the run finished (and the score meets --min-score, when given), 1 the score is below --min-score,
-2 usage, 3 void (the unmutated gate failed, the tool failed or was interrupted)
+2 usage, 3 void (the unmutated gate failed, the tool failed or was interrupted, Dask gave up on a mutant)
 writes into --report-dir: mutate.json, and for dsh stryker/mutation.html (Stryker's own report),
 stryker/mutation.json, stryker/stryker.log, stryker/gate.log
 """
@@ -162,9 +162,15 @@ def _embedded(args, report_dir: Path, corpus: Path, say):
                    min_score=args.min_score)
     if not cluster.wanted(args):
         return run_embedded(args.files, args.gate, report_dir, **options)
-    select_files(args.files)  # a bad --files is a usage error before a cluster is started
-    with cluster.pool(args.workers, args.scheduler) as pool:
-        return run_embedded(args.files, args.gate, report_dir, pool=pool, **options)
+    files = select_files(args.files)  # a bad --files is a usage error before a cluster is started
+    try:
+        with cluster.pool(args.workers, args.scheduler) as pool:
+            return run_embedded(args.files, args.gate, report_dir, pool=pool, **options)
+    except cluster.WorkerLost as exc:  # the scheduler cannot be reached: no score (exit 3), no traceback
+        from .run import MutationRun
+
+        return MutationRun("embedded", "mutmut", args.gate, files, report_dir, min_score=args.min_score,
+                           void=f"the Dask run was lost: {exc}")
 
 
 def _usage(args, message: str) -> int:
