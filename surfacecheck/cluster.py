@@ -75,6 +75,14 @@ class Pool:
     def workers(self) -> list[str]:
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
 
+    def run_on_every_worker(self, fn, *args) -> dict:
+        """``fn(*args)`` once in every worker process (cleaning up what work items left there, such as a
+        warmed-up helper process); ``{worker address: result}``. A cluster that went away answers ``{}``."""
+        try:
+            return self.client.run(fn, *args)
+        except (OSError, TimeoutError):
+            return {}
+
     def map(self, fn, items: list, *, pin: bool = False, label: str = "task", done=None) -> list:
         """``[fn(item) for item in items]`` on the cluster, in item order. ``pin``: item i goes to worker
         i mod W first (so a partition meets the caches it warmed), and to any worker if that one is lost.

@@ -20,3 +20,15 @@ def die_once(item: tuple[int, str]) -> int:
 
 def always_die(item) -> None:
     os._exit(17)
+
+
+TIME_KEYS = frozenset({"seconds", "minutes", "median_s", "p90_s", "mean_s", "max_s"})
+
+
+def without_times(value, drop: frozenset = TIME_KEYS):
+    """A JSON report with every timing field removed: what must be identical at any worker count."""
+    if isinstance(value, dict):
+        return {k: without_times(v, drop) for k, v in value.items() if k not in drop}
+    if isinstance(value, list):
+        return [without_times(v, drop) for v in value]
+    return value

@@ -5,9 +5,11 @@ import argparse
 import json
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from .run import FOUR_PATHS, INSTALL_HINT, PATHS, SPEC_VERSION, E2EReport, Options, run_scripts
+from surfacecheck import cluster
 from surfacecheck.argtypes import positive_seconds, writable_dir
 
 from .runner import DEFAULT_STALL
@@ -32,7 +34,9 @@ temp folder; then its session log is
       every prompt reaches an answered request verbatim; classed like (d) (--no-findings skips it too).
 Scripts: --script FILE (a script, a folder of scripts, or a bundle; repeatable), --generate N
 (Hypothesis draws N scripts from --seed; the first failing one is shrunk to a short script), or by
-default the seed scenarios in scenarios/e2e/*.json.
+default the seed scenarios in scenarios/e2e/*.json. --workers N runs the scripts on N Dask worker
+processes (--generate draws them here first, so script i is the same at any N; shrinking stays here):
+the report is the same as without it, times aside.
 Paths reported per script with their seqs: {', '.join(PATHS[:3])},
 {', '.join(PATHS[3:])}. --runtime-version another release: drift findings."""
 
@@ -42,7 +46,8 @@ exit codes:
   1  a difference with the model or an audit error (a bundle is kept for each), or a NEW finding
      (a promise-* violation on a real log that properties/findings.json does not register)
   2  bad usage or a bad script file (printed as PATH: reason)
-  3  inconclusive: the runtime could not be run ({INSTALL_HINT.split(':')[0]}), crashed, hung or timed out
+  3  inconclusive: the runtime could not be run ({INSTALL_HINT.split(':')[0]}), crashed, hung or timed out;
+     or --workers/--scheduler: Dask gave up on a script (its workers kept dying) or the cluster went away
 """
 
 
@@ -86,6 +91,7 @@ def register(commands) -> None:
                    help="do not scan the runtime's logs with the promise monitors (known findings are "
                         "informational; a NEW one exits 1)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    cluster.add_arguments(p, "the scripts (one script per task)")
     p.set_defaults(func=run_dsh_command)
 
 
@@ -130,6 +136,36 @@ def _progress(items, err):
     for item in bar:
         bar.set_postfix_str(getattr(item[0], "name", ""))
         yield item
+
+
+@contextmanager
+def _finished_bar(total: int, err):
+    """A bar advanced as each script finishes on the cluster (completion order; the report keeps script order)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc="e2e dsh", unit="script", file=err, disable=None, leave=False)
+
+    def update(outcome) -> None:
+        bar.set_postfix_str(outcome.name)
+        bar.update()
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
+def _run(args, scripts, options: Options, *, mode: str, seed) -> E2EReport:
+    """The scripts in this process, or one per task on Dask (``--workers``/``--scheduler``); a run Dask gave
+    up on is an inconclusive report (exit 3), never a short one. ClusterUnavailable: the caller's usage error."""
+    if not cluster.wanted(args):
+        return run_scripts(scripts, options, mode=mode, seed=seed, progress=lambda items: _progress(items, sys.stderr))
+    from .sharded import run_scripts_on
+
+    try:
+        with cluster.pool(args.workers, args.scheduler) as pool, _finished_bar(len(scripts), sys.stderr) as done:
+            return run_scripts_on(pool, scripts, options, mode=mode, seed=seed, done=done)
+    except cluster.WorkerLost as exc:
+        return E2EReport(mode=mode, runtime=options.runtime, seed=seed, error=f"the Dask run was lost: {exc}")
 
 
 def _paths_text(paths: dict) -> str:
@@ -237,7 +273,6 @@ def run_dsh_command(args) -> int:
                       network=network,
                       bundle_dir=Path(args.bundle_dir), timeout=args.timeout, err=sys.stderr, command=command,
                       findings=not args.no_findings)
-    progress = (lambda items: _progress(items, sys.stderr))
     try:
         if args.generate is not None:
             from .generate import draw_scripts
@@ -252,8 +287,10 @@ def run_dsh_command(args) -> int:
     except TraceError as exc:  # a trace given where a script was expected (resolve_script reads its notes)
         return _usage(args, str(exc))
     mode = "generate" if args.generate is not None else "script" if args.script else "seeds"
-    report = run_scripts(scripts, options, mode=mode, seed=args.seed if args.generate is not None else None,
-                         progress=progress)
+    try:
+        report = _run(args, scripts, options, mode=mode, seed=args.seed if args.generate is not None else None)
+    except cluster.ClusterUnavailable as exc:
+        return _usage(args, str(exc))
     if report.error:
         sys.stderr.write(f"surfacecheck e2e dsh: {report.error}\n")
     if args.generate is not None and args.shrink_budget > 0 and not report.error:

@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from surfacecheck import cluster
 from surfacecheck.argtypes import positive_seconds, writable_dir
 
 from .units import STAGES
@@ -22,6 +23,9 @@ the gate is, what survives is what it would miss.
                       runner, one gate process per Stryker worker, with per-unit coverage so a mutant runs only the
                       units that reach it. The cache the dsh runtime normally uses is never touched.
   --runtime embedded  mutmut over a copy of the suite's embedded Python runtime, the gate run once per mutant.
+                      With --workers N (or --scheduler ADDRESS) each mutant is one Dask task: mutmut's preparation
+                      runs here once, every worker keeps one warmed-up gate that forks each mutant as mutmut does;
+                      the same verdicts and report at any N, times aside (--concurrency is not used).
 
 The gate is built from stages (--gate): runtime (protocol conformance and every scenario and corpus log appended
 event by event next to the model), findings (every registered finding's witness must still reproduce), verify
@@ -34,7 +38,7 @@ first or the score is void. Survivors are listed with their diff, file and line;
 """
 EPILOG = """\
 exit status: 0 the run finished (and the score meets --min-score, when given), 1 the score is below --min-score,
-2 usage, 3 void (the unmutated gate failed, the tool failed or was interrupted)
+2 usage, 3 void (the unmutated gate failed, the tool failed or was interrupted, Dask gave up on a mutant)
 writes into --report-dir: mutate.json, and for dsh stryker/mutation.html (Stryker's own report),
 stryker/mutation.json, stryker/stryker.log, stryker/gate.log
 """
@@ -99,6 +103,7 @@ def register(commands) -> None:
     p.add_argument("--keep-work", action="store_true", help="keep the mutated working copy (its path is printed)")
     p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.add_argument("-v", "--verbose", action="store_true", help="list every survivor")
+    cluster.add_arguments(p, "the mutants (--runtime embedded; one mutant per task)")
     p.set_defaults(func=run_mutate)
 
 
@@ -122,6 +127,10 @@ def run_mutate(args: argparse.Namespace) -> int:
         if args.runtime == "dsh":
             from surfacecheck.runtime.dsh import explicit_modules, spec_problem
 
+            if cluster.wanted(args):
+                return _usage(args, "--workers/--scheduler work with --runtime embedded; with --runtime dsh "
+                                    "Stryker schedules the mutants over its own --concurrency gate processes")
+
             problem = spec_problem("dsh")
             if problem:
                 return _usage(args, problem)
@@ -131,13 +140,8 @@ def run_mutate(args: argparse.Namespace) -> int:
                           modules=explicit_modules("dsh"), keep_work=args.keep_work, say=say,
                           min_score=args.min_score, shortcut=not args.no_shortcut)
         else:
-            from .embedded import run_embedded
-
-            run = run_embedded(args.files, args.gate, report_dir, verify_profile=args.verify_profile,
-                               concurrency=args.concurrency, timeout=args.timeout,
-                               timeout_factor=args.timeout_factor, corpus=corpus, keep_work=args.keep_work,
-                               say=say, min_score=args.min_score)
-    except ValueError as exc:
+            run = _embedded(args, report_dir, corpus, say)
+    except (ValueError, cluster.ClusterUnavailable) as exc:
         return _usage(args, str(exc))
     document = run.to_json()
     (report_dir / "mutate.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
@@ -147,6 +151,26 @@ def run_mutate(args: argparse.Namespace) -> int:
         sys.stdout.write(run.text(verbose=args.verbose))
         print(f"report: {report_dir / 'mutate.json'}")
     return run.exit_code
+
+
+def _embedded(args, report_dir: Path, corpus: Path, say):
+    """``--runtime embedded`` in one mutmut run, or one mutant per task on Dask (``--workers``/``--scheduler``)."""
+    from .embedded import run_embedded, select_files
+
+    options = dict(verify_profile=args.verify_profile, concurrency=args.concurrency, timeout=args.timeout,
+                   timeout_factor=args.timeout_factor, corpus=corpus, keep_work=args.keep_work, say=say,
+                   min_score=args.min_score)
+    if not cluster.wanted(args):
+        return run_embedded(args.files, args.gate, report_dir, **options)
+    files = select_files(args.files)  # a bad --files is a usage error before a cluster is started
+    try:
+        with cluster.pool(args.workers, args.scheduler) as pool:
+            return run_embedded(args.files, args.gate, report_dir, pool=pool, **options)
+    except cluster.WorkerLost as exc:  # the scheduler cannot be reached: no score (exit 3), no traceback
+        from .run import MutationRun
+
+        return MutationRun("embedded", "mutmut", args.gate, files, report_dir, min_score=args.min_score,
+                           void=f"the Dask run was lost: {exc}")
 
 
 def _usage(args, message: str) -> int:

@@ -150,26 +150,36 @@ def as_report(results: dict, work: Path) -> tuple[dict, dict[str, float]]:
 
 def run_embedded(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Path, *, verify_profile: str,
                  concurrency: int, timeout: float, timeout_factor: float, corpus: Path | None, keep_work: bool, say,
-                 min_score: float | None) -> MutationRun:
+                 min_score: float | None, pool=None) -> MutationRun:
+    """mutmut over a copy of the embedded runtime: in one ``mutmut run`` (``concurrency`` forked children), or
+    with ``pool`` (a ``cluster.Pool``) one mutant per Dask task (:mod:`.sharded`); scored alike."""
     files = select_files(files_glob)
     run = MutationRun("embedded", f"mutmut {_mutmut_version()}", gate, files, report_dir, min_score=min_score)
     log = report_dir / "mutmut.log"
+    log.unlink(missing_ok=True)
+    settings = json.dumps({"runtime": "embedded", "gate": list(gate), "timeout": timeout,
+                           "verify_profile": verify_profile, "corpus": str(corpus) if corpus else None})
     with working_folder("surfacecheck-mutate-embedded-", run, keep_work, say) as work:
-        working_copy(work, files, {}, max(timeout_factor, 1.0) * 5)
-        env = dict(os.environ)
-        env["SURFACECHECK_MUTATE_GATE"] = json.dumps({"runtime": "embedded", "gate": list(gate), "timeout": timeout,
-                                                      "verify_profile": verify_profile,
-                                                      "corpus": str(corpus) if corpus else None})
-        env.pop("PYTHONPATH", None)
-        say(f"mutate: mutmut over {len(files)} embedded modules in {work}")
-        returncode = _run_mutmut(work, env, concurrency, log, say)
-        done = subprocess.run([sys.executable, "-c", READ_RESULTS], cwd=work, env=env, capture_output=True, text=True)
-        results = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else {}
-        if returncode != 0 or not results:
-            tail = log.read_text(encoding="utf-8", errors="replace")[-1500:] if log.is_file() else ""
-            clean = "Failed to run clean test" in tail
-            run.void = ("the unmutated gate did not pass (mutmut's clean test run failed); no score" if clean
-                        else f"mutmut did not finish (exit {returncode}; log {log}):\n{tail[-600:]}")
+        multiplier = max(timeout_factor, 1.0) * 5
+        working_copy(work, files, {}, multiplier)
+        if pool is None:
+            say(f"mutate: mutmut over {len(files)} embedded modules in {work}")
+            results, run.void = _results_in_one_run(work, settings, concurrency, log, say)
+            run.extra["mutmut"] = {"max_children": concurrency, "coverage": "per test (mutmut's function tracing)"}
+        else:
+            from surfacecheck.cluster import WorkerLost
+
+            from .sharded import Job, results_on
+
+            say(f"mutate: mutmut over {len(files)} embedded modules in {work}, one mutant per Dask task")
+            try:
+                results, run.void = results_on(pool, Job(str(work), tuple(files), settings, multiplier), log, say)
+            except WorkerLost as exc:
+                results, run.void = {}, f"the Dask run was lost: {exc}"
+            run.extra["mutmut"] = {"max_children": 1, "coverage": "per test (mutmut's function tracing)",
+                                   "dask": "one mutant per task, one forking gate per worker"}
+        if run.void:
+            run.extra.pop("mutmut")
             return run
         report, times = as_report(results, work)
         (report_dir / "mutation.json").write_text(json.dumps(report), encoding="utf-8")
@@ -179,8 +189,34 @@ def run_embedded(files_glob: list[str] | None, gate: tuple[str, ...], report_dir
             return Place(f"embedded/{module}", sections_of(DEFAULT_FILES.get(module, "")))
         run.figures = score(report, locate, times=times, equivalent=read_equivalent(EQUIVALENT["embedded"]))
         run.extra["reports"] = {"mutation_json": str(report_dir / "mutation.json"), "mutmut_log": str(log)}
-        run.extra["mutmut"] = {"max_children": concurrency, "coverage": "per test (mutmut's function tracing)"}
     return run
+
+
+def _results_in_one_run(work: Path, settings: str, concurrency: int, log: Path, say) -> tuple[dict, str | None]:
+    """``mutmut run`` over every mutant, then its per-mutant results read back; ``({}, why)`` when void."""
+    env = gate_env(settings)
+    returncode = _run_mutmut(work, env, concurrency, log, say)
+    done = subprocess.run([sys.executable, "-c", READ_RESULTS], cwd=work, env=env, capture_output=True, text=True)
+    results = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else {}
+    if returncode != 0 or not results:
+        return {}, void_reason(log, f"mutmut did not finish (exit {returncode}; log {log})")
+    return results, None
+
+
+def gate_env(settings: str) -> dict:
+    """The environment mutmut and its gate tests run in: the gate's settings, and the copy's packages only
+    (no PYTHONPATH to this tree)."""
+    env = dict(os.environ, SURFACECHECK_MUTATE_GATE=settings)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def void_reason(log: Path, otherwise: str) -> str:
+    """Why a run has no score, from mutmut's log: its clean test run failed, or ``otherwise`` and the log's tail."""
+    tail = log.read_text(encoding="utf-8", errors="replace")[-1500:] if log.is_file() else ""
+    if "Failed to run clean test" in tail:
+        return "the unmutated gate did not pass (mutmut's clean test run failed); no score"
+    return f"{otherwise}:\n{tail[-600:]}"
 
 
 def _run_mutmut(work: Path, env: dict, concurrency: int, log: Path, say) -> int:
