@@ -37,12 +37,27 @@ def _world(config: tuple) -> World:
     return found
 
 
-def expand(task: tuple) -> tuple[list, int]:
-    """On a worker: the moves of each core of one partition, and the model runs this took."""
+def expand(task: tuple) -> tuple:
+    """On a worker: the moves of each core of one partition, the model runs this took, and the tables the
+    moves index into (successor cores, actions, edges: each sent once per task, so the answer is mostly
+    small integers, cheap to pickle and to read back)."""
+    from .bfs import no_cyclic_gc
+
     config, cores = task
     world = _world(config)
     before = world.oracle_calls
-    return [world._moves(*core) for core in cores], world.oracle_calls - before
+    tables: tuple[dict, dict, dict] = ({}, {}, {})  # core -> index, action -> index, edge -> index
+    with no_cyclic_gc():  # as in the search: the world's memo tables are millions of acyclic tuples
+        moves = [[(_index(tables[1], action), _index(tables[0], nxt), de, dc, dk, ds, dt, dg, _index(tables[2], edge))
+                  for action, nxt, de, dc, dk, ds, dt, dg, edge in world._moves(*core)] for core in cores]
+    return moves, world.oracle_calls - before, tuple(list(table) for table in tables)
+
+
+def _index(table: dict, value) -> int:
+    found = table.get(value)
+    if found is None:
+        found = table[value] = len(table)
+    return found
 
 
 class Expander:
@@ -65,7 +80,9 @@ class Expander:
         results = self.pool.map(expand, [(self.config, [world.cores[n] for n in part]) for part in parts],
                                 pin=True, label="explore-expand")
         self.tasks += len(parts)
-        for part, (moves, runs) in zip(parts, results):
+        for part, (moves, runs, (successors, actions, edges)) in zip(parts, results):
             self.model_runs += runs
-            for number, full in zip(part, moves):
-                world._compact[number] = [(m[0], world.core_id(m[1])) + m[2:] for m in full]
+            numbers = [world.core_id(core) for core in successors]
+            for number, listed in zip(part, moves):
+                world._compact[number] = [(actions[a], numbers[c], de, dc, dk, ds, dt, dg, edges[e])
+                                          for a, c, de, dc, dk, ds, dt, dg, e in listed]
