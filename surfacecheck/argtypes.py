@@ -17,6 +17,15 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def positive_count(text: str, most: int | None = None) -> int:
+    """``--concurrency``, ``--workers`` and the like: a whole number from 1 (to ``most``, when given)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    if most is not None and int(text) > most:
+        raise argparse.ArgumentTypeError(f"{text} is more than {most}")
+    return int(text)
+
+
 def writable_dir(text: str) -> str:
     """An output folder (``--report-dir``, ``--trace-dir``, ``--bundle-dir``, ...), refused before any work when
     nothing could be written there: a counterexample found after an hour must not be lost to a typo. The check

@@ -21,6 +21,8 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from surfacecheck.argtypes import positive_count
+
 INSTALL = "pip install 'surfacecheck[dask]'  (Dask distributed)"
 RETRIES = 2
 """Times a task is re-submitted after it raised (a worker that died is rescheduled by Dask itself)."""
@@ -45,13 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def _workers(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of worker processes, got {text!r}") from None
-    if not 1 <= value <= 256:
-        raise argparse.ArgumentTypeError(f"--workers must be between 1 and 256, got {value}")
-    return value
+    return positive_count(text, most=256)
 
 
 def wanted(args) -> bool:

@@ -1,6 +1,6 @@
 """A persistent cache of the model's transitions (``explore --cache FILE``).
 
-Every model-run transition (and each abstract state's list of moves built on them) is a pure
+Every model-run transition (the moves built on them are cheap to rebuild, and are not kept) is a pure
 function of (operation, abstract surface or its shape, overflow retries, summary outcome) for a
 given policy, variant and model source, so its :class:`~.oracle.Effect` can be kept between runs. The file is keyed by a fingerprint of all of those: the model's and the
 explorer's source files, the settings and the variant. A changed model never reuses a stale entry;
@@ -16,7 +16,7 @@ import model
 
 from .world import World
 
-_SOURCES = ("oracle.py", "concrete.py", "safety.py", "world.py", "variants.py", "shape.py")
+_SOURCES = ("oracle.py", "concrete.py", "safety.py", "world.py", "variants.py", "shape.py", "prefix.py")
 
 
 def fingerprint(world: World) -> str:
@@ -42,7 +42,6 @@ def load(world: World, path: str | Path) -> int:
         return 0
     world._runs.update(stored["runs"])
     world._candidates.update(stored["candidates"])
-    world._cache.update(stored["moves"])
     world._groups.update(stored.get("groups", {}))
     return len(stored["runs"])
 
@@ -53,6 +52,6 @@ def save(world: World, path: str | Path) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     with tmp.open("wb") as handle:
         pickle.dump({"fingerprint": fingerprint(world), "runs": world._runs, "candidates": world._candidates,
-                     "moves": world._cache, "groups": world._groups},
+                     "groups": world._groups},
                     handle, protocol=pickle.HIGHEST_PROTOCOL)
     tmp.replace(path)

@@ -150,10 +150,8 @@ class World:
         successor core hashed once here instead of once per explored edge."""
         moves = self._compact[number]
         if moves is None:
-            core = self.cores[number]
-            full = self._cache.get(core) if self._cache else None  # filled by a transition cache file only
             ids, moves = self._core_ids, []
-            for action, nxt, de, dc, dk, ds, dt, dg, edge in full or self._moves(*core):
+            for action, nxt, de, dc, dk, ds, dt, dg, edge in self._moves(*self.cores[number]):
                 found = ids.get(nxt)
                 moves.append((action, self.core_id(nxt) if found is None else found, de, dc, dk, ds, dt, dg, edge))
             self._compact[number] = moves
@@ -264,7 +262,7 @@ class World:
             move = (f"{op}:{outcome}" if outcome else op, eff.surf, new_ret,
                     (eff.retries, eff.seen) if op == "reload" else None, (0, 0, _comps(eff), eff.events, 0, eff.gen),
                     Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label))
-            if not any(other[1:5] == move[1:5] and _same_kind(other[5], move[5]) for other in found):
+            if not any(other[1:5] == move[1:5] and _kind(other[5]) == _kind(move[5]) for other in found):
                 found.append(move)
         return found
 
@@ -341,16 +339,16 @@ def _gen(surf, eff) -> int:
     return eff.gen
 
 
-def _same_kind(a: Edge, b: Edge) -> bool:
+def _kind(edge: Edge) -> tuple:
     """What :func:`_dedupe` compares of two edges besides successor and deltas."""
-    return a.violations == b.violations and a.failure == b.failure and a.pkind == b.pkind
+    return edge.violations, edge.failure, edge.pkind
 
 
 def _dedupe(moves: list) -> list:
     """Keep the first action per distinct (successor, deltas): outcomes that do the same are one edge."""
     seen, out = set(), []
     for move in moves:
-        key = move[1:8] + (move[8].violations, move[8].failure, move[8].pkind)
+        key = move[1:8] + _kind(move[8])
         if key not in seen:
             seen.add(key)
             out.append(move)

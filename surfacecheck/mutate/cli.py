@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from surfacecheck import cluster
-from surfacecheck.argtypes import positive_seconds, writable_dir
+from surfacecheck.argtypes import positive_count, positive_seconds, writable_dir
 
 from .units import STAGES
 
@@ -63,12 +63,6 @@ def _percent(value: str) -> float:
     return number
 
 
-def _workers(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
-    return int(value)
-
-
 def register(commands) -> None:
     p = commands.add_parser("mutate", help="mutation testing of the runtime under test: how strong is the gate",
                             description=DESCRIPTION, epilog=EPILOG,
@@ -81,7 +75,7 @@ def register(commands) -> None:
                    help=f"the gate's stages, comma-separated (of {', '.join(STAGES)}; default all)")
     p.add_argument("--verify-profile", default="smoke", choices=("smoke", "ci"),
                    help="verify's profile inside the gate (default smoke: the CI profile costs ~7x per mutant)")
-    p.add_argument("--concurrency", type=_workers, default=max(1, min(2, os.cpu_count() or 1)), metavar="N",
+    p.add_argument("--concurrency", type=positive_count, default=max(1, min(2, os.cpu_count() or 1)), metavar="N",
                    help="parallel gate workers (default: min(2, cores))")
     p.add_argument("--incremental", action="store_true",
                    help="dsh: reuse Stryker's results for mutants whose code is unchanged since the last run "

@@ -14,7 +14,10 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
+import time
 from collections import Counter
+
+from tqdm import tqdm
 
 from surfacecheck.cluster import Pool
 from surfacecheck.runtime.api import RuntimeUnavailable
@@ -57,10 +60,6 @@ def run_shard(task: tuple) -> tuple[int, LevelResult]:
 def run_level_sharded(pool: Pool, spec: str, level: str, profile: str, seed: int, *, shrink: bool, timeout: float,
                       max_memory: int | None) -> tuple[LevelResult, int]:
     """The level's shards on ``pool``, merged; and the seed of the shard whose violation is reported."""
-    import time
-
-    from tqdm import tqdm
-
     per_shard = math.ceil(max_examples(profile, level) / SHARDS)
     tasks = [(spec, timeout, level, profile, shard_seed(seed, level, i), shrink, max_memory, per_shard)
              for i in range(SHARDS)]
