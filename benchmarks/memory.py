@@ -18,8 +18,12 @@ from .workload import Workload
 
 
 def state_bytes(variant: Variant, events: int, *, seed: int = 0,
-                progress: Callable[[str], None] | None = None) -> int:
-    """Bytes retained by ``variant``'s state after folding ``events`` log events (tracemalloc)."""
+                progress: Callable[[str], None] | None = None, repeat: int = 1) -> int:
+    """Bytes retained by ``variant``'s state after folding ``events`` log events (tracemalloc); with
+    ``repeat`` the median of that many foldings (tracemalloc counts every thread's allocations, so another
+    thread allocating or freeing between the two readings moves one measurement either way)."""
+    if repeat > 1:
+        return sorted(state_bytes(variant, events, seed=seed, progress=progress) for _ in range(repeat))[repeat // 2]
     if variant.bulk:
         raise ValueError(f"{variant.name} is bulk-loaded; its state is measured by folding, not supported")
     workload = Workload(seed)
