@@ -56,12 +56,15 @@ class Exploration:
         return self._preds
 
     def graph(self) -> nx.DiGraph:
-        """The state graph as a networkx DiGraph, one arc per pair of states an edge joins (the shape the
-        report counts: nodes, arcs, strongly connected components; the labels stay in ``edges``)."""
+        """The state graph as a networkx DiGraph; each arc keeps the least action label between its ends."""
         if self._graph is None:
+            arcs: dict = {}
+            for index, (src, dst, action, _edge) in enumerate(self.edges):
+                if (src, dst) not in arcs or action < self.edges[arcs[(src, dst)]][2]:
+                    arcs[(src, dst)] = index
             graph = nx.DiGraph()
             graph.add_nodes_from(range(len(self.states)))
-            graph.add_edges_from({(src, dst) for src, dst, _action, _edge in self.edges})
+            graph.add_edges_from((s, d, {"e": i}) for (s, d), i in arcs.items())
             self._graph = graph
         return self._graph
 

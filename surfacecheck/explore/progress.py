@@ -45,70 +45,39 @@ def _canonical_best(exp: Exploration, candidates) -> int:
     return exp.edges[path[-1]][1] if path else 0
 
 
-def state_prices(exp: Exploration) -> list[int]:
-    """Each state's surface price (spec 4.3 `measure().totalTokens`), computed once per distinct surface."""
-    memo: dict = {}
-    out = []
-    for state in exp.states:
-        surf = state[SURF]
-        tokens = memo.get(surf)
-        if tokens is None:
-            tokens = memo[surf] = oracle.total(surf)
-        out.append(tokens)
-    return out
+def _price(exp: Exploration, index: int) -> int:
+    return oracle.total(exp.states[index][SURF])
 
 
-def _arcs(exp: Exploration, keep, rank) -> dict:
-    """``(src, dst) -> (rank, edge index)`` over the edges ``keep`` admits, per arc the least ``rank``; in
-    the order arcs are first met (so every walk below visits successors in the same order)."""
-    arcs: dict = {}
-    for index, (src, dst, action, edge) in enumerate(exp.edges):
-        if keep(src, dst, edge):
-            key = rank(edge, action)
-            old = arcs.get((src, dst))
-            if old is None or key < old[0]:
-                arcs[(src, dst)] = (key, index)
-    return arcs
-
-
-def _successors(exp: Exploration, arcs: dict, weight=lambda rank: 0) -> dict:
-    """``src -> [(dst, weight(rank), edge index)]`` sorted by the edge's action label (ties: arc order)."""
-    out: dict = {}
-    for (src, dst), (rank, index) in arcs.items():
-        out.setdefault(src, []).append((dst, weight(rank), index))
-    for succs in out.values():
-        succs.sort(key=lambda item: exp.edges[item[2]][2])
-    return out
-
-
-def compaction_loops(exp: Exploration, prices: list[int] | None = None) -> ProgressFinding | None:
+def compaction_loops(exp: Exploration) -> ProgressFinding | None:
     """A lasso of automatic compaction steps that never lowers the price and completes no step."""
-    prices = state_prices(exp) if prices is None else prices
-    arcs = _arcs(exp, lambda src, dst, edge: edge.kind in ("overflow", "step") and not edge.completes
-                 and prices[dst] >= prices[src], lambda _edge, action: action)
-    sub = nx.DiGraph(list(arcs))
+    sub = nx.DiGraph()
+    for index, (src, dst, action, edge) in enumerate(exp.edges):
+        if edge.kind in ("overflow", "step") and not edge.completes and _price(exp, dst) >= _price(exp, src):
+            if not sub.has_edge(src, dst) or action < exp.edges[sub[src][dst]["e"]][2]:
+                sub.add_edge(src, dst, e=index)
     cyclic = set()
     for component in nx.strongly_connected_components(sub):
-        if len(component) > 1 or any((n, n) in arcs for n in component):
+        if len(component) > 1 or any(sub.has_edge(n, n) for n in component):
             cyclic |= component
     if not cyclic:
         return None
     entry = _canonical_best(exp, cyclic)
-    loop = _shortest_cycle(_successors(exp, arcs), entry)
+    loop = _shortest_cycle(exp, sub, entry)
     return ProgressFinding("explore-no-compaction-loop",
                            f"a cycle of {len(loop)} automatic compaction step(s) that never lowers the surface price "
-                           f"({prices[entry]} tokens) and completes no step", exp.path_to(entry), loop)
+                           f"({_price(exp, entry)} tokens) and completes no step", exp.path_to(entry), loop)
 
 
-def _shortest_cycle(succs: dict, start: int) -> list[int]:
-    for succ, _w, index in succs.get(start, ()):
-        if succ == start:
-            return [index]
+def _shortest_cycle(exp: Exploration, sub: nx.DiGraph, start: int) -> list[int]:
+    if sub.has_edge(start, start):
+        return [sub[start][start]["e"]]
     parents, frontier = {start: None}, [start]
     while frontier:
         nxt = []
         for node in frontier:
-            for succ, _w, index in succs.get(node, ()):
+            for succ in sorted(sub.successors(node), key=lambda d: exp.edges[sub[node][d]["e"]][2]):
+                index = sub[node][succ]["e"]
                 if succ == start:
                     path = [index]
                     while parents[node] is not None:
@@ -122,35 +91,41 @@ def _shortest_cycle(succs: dict, start: int) -> list[int]:
     return []
 
 
-def bounded_response(exp: Exploration, prop: str, pending: list, counted, discharged, k: int, what: str):
-    """The first state (canonical) from which some path makes ``k`` counted transitions while still pending
-    (``pending[state]``: the trigger holds there)."""
-    arcs = _arcs(exp, lambda src, dst, edge: pending[src] and pending[dst] and not discharged(edge),
-                 lambda edge, action: (0 if counted(edge) else 1, action))  # per arc the counted edge, least label
-    if not arcs:
+def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, k: int, what: str):
+    """The first state (canonical) from which some path makes ``k`` counted transitions while still pending."""
+    pending = [trigger(s) for s in exp.states]
+    arcs: dict = {}  # (src, dst) -> (rank, index): per arc the counted edge with the least label
+    for index, (src, dst, action, edge) in enumerate(exp.edges):
+        if pending[src] and pending[dst] and not discharged(edge):
+            rank = (0 if counted(edge) else 1, action)
+            old = arcs.get((src, dst))
+            if old is None or rank < old[0]:
+                arcs[(src, dst)] = (rank, index)
+    sub = nx.DiGraph()
+    sub.add_edges_from((src, dst, {"w": 1 - rank[0], "e": index}) for (src, dst), (rank, index) in arcs.items())
+    if sub.number_of_edges() == 0:
         return None
-    succs = _successors(exp, arcs, lambda rank: 1 - rank[0])
-    sub = nx.DiGraph(list(arcs))
     cond = nx.condensation(sub)
     members = cond.graph["mapping"]
     score: dict[int, float] = {}
     for comp in reversed(list(nx.topological_sort(cond))):
+        nodes = cond.nodes[comp]["members"]
         best = 0.0
-        for node in cond.nodes[comp]["members"]:
-            for succ, weight, _index in succs.get(node, ()):
+        for node in nodes:
+            for succ, data in sub[node].items():
                 other = members[succ]
                 if other == comp:
-                    if weight:
+                    if data["w"]:
                         best = float("inf")
                 else:
-                    best = max(best, weight + score[other])
+                    best = max(best, data["w"] + score[other])
         score[comp] = best
     bad = sorted((s for s in sub.nodes if score[members[s]] >= k), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))
     if not bad:
         return None
     best = None
     for start in bad[:64]:
-        walk = _witness(succs, members, score, start, k)
+        walk = _witness(exp, sub, members, score, start, k)
         prefix = exp.path_to(start)
         key = (len(prefix) + len(walk), exp.labels(prefix) + exp.labels(walk))
         if best is None or key < best[0]:
@@ -159,21 +134,21 @@ def bounded_response(exp: Exploration, prop: str, pending: list, counted, discha
                            best[1], best[2])
 
 
-def _witness(succs, members, score, start, k) -> list[int]:
+def _witness(exp, sub, members, score, start, k) -> list[int]:
     """The shortest path from ``start`` making ``k`` counted transitions while pending (BFS on (state, count))."""
     parents = {(start, 0): None}
     frontier = [(start, 0)]
     while frontier:
         nxt = []
         for node, count in frontier:
-            for succ, weight, index in succs.get(node, ()):
-                reached = count + weight
+            for succ, data in sorted(sub[node].items(), key=lambda item: exp.edges[item[1]["e"]][2]):
+                reached = count + data["w"]
                 if reached + score[members[succ]] < k and reached < k:
                     continue
                 item = (succ, min(reached, k))
                 if item in parents:
                     continue
-                parents[item] = ((node, count), index)
+                parents[item] = ((node, count), data["e"])
                 if reached >= k:
                     path, cur = [], item
                     while parents[cur] is not None:
@@ -185,10 +160,12 @@ def _witness(succs, members, score, start, k) -> list[int]:
     return []
 
 
-def pressure_response(exp: Exploration, k: int = 1, prices: list[int] | None = None):
+def pressure_response(exp: Exploration, k: int = 1):
     threshold = exp.world.settings.threshold
-    prices = state_prices(exp) if prices is None else prices
-    over = [bool(state[ROUTED]) and tokens >= threshold for state, tokens in zip(exp.states, prices)]
+
+    def over(state):
+        return bool(state[ROUTED]) and oracle.total(state[SURF]) >= threshold
+
     return bounded_response(
         exp, "explore-pressure-bounded-response", over, lambda e: e.kind == "step",
         lambda e: e.failure or (e.kind == "step" and e.pkind in RESPONDED), k,
@@ -207,12 +184,11 @@ def context_missing(state) -> bool:
 
 
 def context_window(exp: Exploration, k: int = 1):
-    return bounded_response(exp, "explore-runtime-context-reemitted", [context_missing(s) for s in exp.states],
+    return bounded_response(exp, "explore-runtime-context-reemitted", context_missing,
                             lambda e: e.kind == "step", lambda e: False, k,
                             "the current runtime context is not on the surface and the next pre-step did not re-emit it")
 
 
 def check_progress(exp: Exploration, k: int = 1) -> list[ProgressFinding]:
-    prices = state_prices(exp)
-    found = [compaction_loops(exp, prices), pressure_response(exp, k, prices), context_window(exp, k)]
+    found = [compaction_loops(exp), pressure_response(exp, k), context_window(exp, k)]
     return [f for f in found if f is not None]
