@@ -14,8 +14,12 @@ MAX_SAFE_INTEGER = 2**53 - 1
 
 
 def js_length(text: str) -> int:
-    """`text.length` in JavaScript: UTF-16 code units (astral characters count 2)."""
-    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+    """`text.length` in JavaScript: UTF-16 code units (astral characters count 2, a lone surrogate 1).
+    ASCII text is its own length; otherwise the UTF-16 encoding's size (surrogatepass keeps a lone surrogate
+    one unit, as JavaScript does)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def code_points(text: str) -> int:

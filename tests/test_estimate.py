@@ -19,7 +19,10 @@ from model.estimate import (
     estimate_tools_tokens,
     header_equals,
 )
-from model.jsvalue import js_stringify
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.jsvalue import js_length, js_stringify
 
 from builders import read_events  # noqa: E402
 RECOVERY_LOG = "examples__headless-agent__tests__snapshots__compaction-recovery__session.jsonl"
@@ -70,6 +73,17 @@ def test_astral_character_counts_two_units():
     assert estimate_content([text("😀😀😀")]) == 6  # 6 units -> 2, although only 3 code points
     assert estimate_content([text("abc😀")]) == 6  # 5 units -> 2
     assert estimate_system_tokens({"config": {}, "system": "😀😀😀"}) == 6
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())))
+def test_js_length_is_utf16_code_units(text_value):
+    # the definition: one unit per code point, two for an astral one; a lone surrogate (JSON can carry one) is one
+    assert js_length(text_value) == sum(2 if ord(ch) > 0xFFFF else 1 for ch in text_value)
+
+
+def test_js_length_of_a_lone_surrogate_and_an_astral_pair():
+    assert js_length("\ud800") == 1 and js_length("a\U0001F600b") == 4 and js_length("é") == 1
 
 
 def test_unknown_block_priced_by_json_text():

@@ -17,7 +17,6 @@ from benchmarks.variants import VARIANTS
 from surfacecheck.argtypes import positive_seconds, writable_dir
 
 from . import measure
-from .plot import write_plot
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 REPORT_FILE, PLOT_FILE = "bench.json", "bench.png"
@@ -166,6 +165,8 @@ def run_bench(args) -> int:
     host["loadavg_after"] = measure.machine()["loadavg"]
     report = measure.build_report(args.runtime, args.seed, sizes, series, memory, verdict, host,
                                   None if measure.in_process(args.runtime) else info)
+    from .plot import write_plot  # matplotlib: ~0.5 s to import, paid only by a run that draws
+
     plot_path = write_plot(report["variants"], report_dir / PLOT_FILE,
                            f"per-append cost, runtime {args.runtime} — {host['cpu']}, {host['cpus']} CPUs "
                            f"(load {host['loadavg']})")

@@ -27,9 +27,10 @@ HEADER = {
 
 def _filler(prefix: str, size: int) -> str:
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma ".split()
-    out, i = [prefix], 0
-    while sum(len(w) + 1 for w in out) < size:
+    out, i, length = [prefix], 0, len(prefix) + 1  # length: the joined words with one space each
+    while length < size:
         out.append(words[i % len(words)])
+        length += len(out[-1]) + 1
         i += 1
     return " ".join(out)[:size]
 
