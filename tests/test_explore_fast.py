@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from surfacecheck.explore import shape
+from surfacecheck.explore import oracle, shape
 from surfacecheck.explore.bfs import explore
 from surfacecheck.explore.run import run_explore
 from surfacecheck.explore.stage import CONTROL_BOUNDS
@@ -20,14 +20,17 @@ from surfacecheck.explore.world import Bounds, World
 
 
 def _graph(world: World):
+    """The explored graph; edge labels with their numbers masked (a shared run's label reports its
+    representative's token counts: shape.masked)."""
     exp = explore(world)
-    return exp.states, exp.depth, exp.edges, exp.state_violations
+    edges = [(src, dst, action, edge._replace(label=shape.masked(edge.label))) for src, dst, action, edge in exp.edges]
+    return exp.states, exp.depth, edges, exp.state_violations
 
 
 @pytest.mark.parametrize("bounds", [Bounds(3, 1, 1), Bounds(4, 2, 1)])
 def test_shared_runs_give_the_exact_state_graph(bounds):
     fast, exact = World(bounds), World(bounds, shared=False)
-    assert _graph(fast) == _graph(exact)  # states, depths, every edge with its labels, in BFS order
+    assert _graph(fast) == _graph(exact)  # states, depths, every edge with its (masked) labels, in BFS order
     assert fast.oracle_calls < exact.oracle_calls
 
 
@@ -60,19 +63,43 @@ def test_oracle_on_random_paths_at_the_default_bounds():
 
 
 def test_oracle_catches_a_key_that_is_too_coarse(monkeypatch):
-    """Negative control for the sharing argument: drop the prefix price sum from the key and the
-    oracle reports differences (so its silence above means something)."""
+    """Negative control for the sharing argument: drop the prefix price sum's shrink class from the key
+    and the oracle reports differences (so its silence above means something)."""
     original = shape.view
 
     def coarse(op, surf, outcome, routed, settings):
         key = original(op, surf, outcome, routed, settings)
-        return key[:2] + key[3:] if key[0] == "~" else key
+        return key[:2] + key[3:] if key[0] in ("~", "~s") else key
 
     monkeypatch.setattr("surfacecheck.explore.world.view", coarse)
     report = run_explore(Bounds(4, 1, 1), oracle=True)
     assert report["verdict"] == "oracle-mismatch" and report["exit_code"] == 1
     assert report["oracle"]["mismatch_count"] > 0
     assert {"op", "surface", "model", "shared"} <= set(report["oracle"]["mismatches"][0])
+
+
+def test_oracle_catches_a_shrink_class_with_the_wrong_summary_price(monkeypatch):
+    """Negative control for the shrink class: price every summary as the big one (so a good summary's
+    success and rejection fall into one class) and the oracle reports /compact runs that differ."""
+    breakpoints = shape._breakpoints.__wrapped__
+    monkeypatch.setattr(shape, "_breakpoints", lambda framed, big, tail, prunes: breakpoints("KB", big, tail, prunes))
+    report = run_explore(Bounds(3, 1, 1), oracle=True)
+    assert report["verdict"] == "oracle-mismatch" and report["oracle"]["mismatch_count"] > 0
+    assert {m["op"] for m in report["oracle"]["mismatches"]} >= {"manual"}
+
+
+def test_shrink_class_is_the_shrink_rule_per_range_end():
+    """Spec 8.2 step 10: rejected iff the framed price F >= the shadowed count; with no tail the count is
+    the prefix sum, so the class flips between T = F and T = F + 1."""
+    f = oracle.price("K")
+    assert shape.shrink_class(f, "K", 0, (), False) == 0 and shape.shrink_class(f + 1, "K", 0, (), False) == 1
+    # a tail node the range may take moves the breakpoint down by its price; a prunable big result adds
+    # the breakpoints of its pruned price and of each pruned prefix result
+    assert shape._breakpoints("K", 0, ("A",), False) == (f - oracle.price("A"), f)
+    big, pruned = oracle.price("S"), oracle.price("p")
+    assert shape._breakpoints("K", 1, ("S",), True) == tuple(sorted({f - c + k * (big - pruned)
+                                                                     for c in (0, big, pruned) for k in (0, 1)}))
+    assert shape.masked("compacted 1 history items (~483 tokens)") == "compacted # history items (~# tokens)"
 
 
 def test_shape_split_is_a_balanced_cut_inside_every_range():

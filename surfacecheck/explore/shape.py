@@ -17,6 +17,18 @@ place). The *shape* is ``(m, Σ prices, big-result positions, tail)``; runs are 
 and their :class:`~.oracle.Effect` is re-based positionally onto each surface of that shape
 (:func:`rebase`): surviving nodes keep their own codes, new nodes take the run's.
 
+Of the prefix sum ``T`` a run reads less than its value (:func:`view`): the thresholds (spec 9.2) are
+read as the sides of them the surface is on, and a summary's fate as one comparison per range end the
+tail allows: the shrink rule (spec 8.2 step 10) rejects when the framed checkpoint's price ``F``
+(spec 4.1: its content; the K or KB node) is at least the shadowed count ``T' + c``, where ``T'`` is
+``T`` less what the pruner took from the prefix and ``c`` the range's part of the (possibly pruned)
+tail. Nothing else decides on ``T``: a committed checkpoint shadows the whole prefix, so every later
+measurement is ``F`` plus the tail; a rejected one leaves the surface as it was. So the key keeps
+``T``'s place among the breakpoints ``F - c + k·δ`` (:func:`shrink_class`; δ what pruning one big
+result saves, ``k`` how many of the prefix's were pruned), every combination of them — more than
+are read, never fewer. Labels are the one thing a representative's run keeps of its own ``T``
+(token counts in a report, :func:`masked`); they are not part of the state graph.
+
 This is an argument, not an assumption: ``World(check_oracle=True)`` (``explore --oracle``)
 runs the model on the real surface as well and records any difference, and the tests compare the
 two state graphs at small bounds. A transition whose shared run found a violation is always
@@ -24,6 +36,8 @@ re-run on its real surface, so violation messages name the real seqs.
 """
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from functools import lru_cache
 
 from model.config import resolve_compact_spec, resolve_target_policy
@@ -87,7 +101,9 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
     * a pressure check below the threshold returns before reading anything else (spec 9.2);
     * the prefix sum is read only by the thresholds (spec 9.2: before and after pruning), the shrink
       rule and the success report (spec 8.2 steps 9-13, after a summary arrives), so a failed or
-      cancelled summary reads only which side of the thresholds the surface is on;
+      cancelled summary reads only which side of the thresholds the surface is on, and one that arrives
+      that and the shrink rule's verdict per range end (:func:`shrink_class`; the report's token count
+      is a label);
     * ``/compact`` does not prune (spec 11.2): its big results are priced like any node."""
     if op == "reload":
         return ("~r", len(surf))
@@ -102,10 +118,45 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
         big = ()
     if outcome in SUMLESS_OUTCOMES:
         return ("~f", m, big, tail) + side
-    return ("~", m, total, big, tail)
+    framed = FRAMED.get(outcome)
+    if framed is None:  # an outcome whose summary is not known here: the sum itself
+        return ("~", m, total, big, tail) + side
+    return ("~s", m, shrink_class(total, framed, len(big), tail, op != "manual"), big, tail) + side
 
 
 SUMLESS_OUTCOMES = frozenset({"fail", "cancel"})
+FRAMED = {"good": "K", "concurrent": "K", "big": "KB"}
+"""The checkpoint each summary outcome frames (:func:`.concrete.summary_script`: concurrent returns the
+good text while another producer appends)."""
+
+
+@lru_cache(maxsize=1 << 16)
+def _breakpoints(framed: str, big: int, tail: tuple, prunes: bool) -> tuple:
+    """Sorted ``F - c + k·δ`` over every range part ``c`` of the tail (each big result priced whole or
+    pruned when the op prunes) and ``k`` = 0..``big`` pruned prefix results."""
+    price = oracle.price
+    delta = price(BIG_RESULT) - _pruned_price(BIG_RESULT) if prunes else 0
+    parts, sums = {0}, {0}
+    for code in tail:
+        step = {price(code)} | ({_pruned_price(code)} if prunes else set())
+        sums = {total + extra for total in sums for extra in step}
+        parts |= sums
+    f = price(framed)
+    return tuple(sorted({f - c + k * delta for c in parts for k in range(big + 1 if prunes else 1)}))
+
+
+def shrink_class(total: int, framed: str, big: int, tail: tuple, prunes: bool) -> int:
+    """Where the prefix sum lies among the shrink rule's breakpoints: how many are below it (the rule
+    rejects iff ``F >= T' + c``, i.e. ``T <= F - c + k·δ``)."""
+    return bisect_left(_breakpoints(framed, big, tail, prunes), total)
+
+
+def masked(label: str) -> str:
+    """A label with its numbers hidden: what two runs of one shape class must agree on."""
+    return _DIGITS.sub("#", label)
+
+
+_DIGITS = re.compile(r"\d+")
 
 
 def rebase(eff: oracle.Effect, surf: tuple) -> oracle.Effect:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import oracle
-from .shape import SHARED_OPS, rebase, retain_tokens, signature, view
+from .shape import SHARED_OPS, masked, rebase, retain_tokens, signature, view
 from .variants import CORRECT, Variant
 
 OUTCOMES = ("good", "big", "fail", "cancel", "concurrent")
@@ -321,9 +321,10 @@ _REPLY_EDGES = (Edge("reply", False, "", True, (), "request; assistant text; ste
 
 
 def _semantic(eff: oracle.Effect) -> tuple:
-    """Everything of an effect that decides the state graph (the label included)."""
+    """Everything of an effect that decides the state graph, and its label but for the numbers in it (a
+    shared run reports its representative's token counts, :func:`.shape.masked`)."""
     return (eff.surf, eff.ret, eff.retries, eff.seen, eff.kind, eff.failure, eff.events, eff.gen, eff.checkpoints,
-            eff.concurrent, eff.violations, eff.label, eff.consulted)
+            eff.concurrent, eff.violations, masked(eff.label), eff.consulted)
 
 
 def _describe(eff: oracle.Effect) -> dict:
