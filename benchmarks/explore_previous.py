@@ -8,7 +8,9 @@ What changed since, and what this module restores on top of today's code:
 * each core's moves re-read the shared model runs through their shape group and rebased them per
   outcome, per core; today a surface's effects and an op's moves per retained index are memoised
   (:class:`surfacecheck.explore.world.World`), and duplicates are dropped where they can arise;
-* the model ran with four memoised helpers; today it runs with seven (:data:`surfacecheck.explore.oracle.SPEEDUPS`).
+* the model ran with four memoised helpers; today with eight patches (:data:`surfacecheck.explore.oracle.SPEEDUPS`; `node_price` in three modules);
+* a shared run was keyed on the prefix's price sum itself; today a summary's run keys on the sum's shrink
+  class (:func:`surfacecheck.explore.shape.shrink_class`), so fewer runs serve the same surfaces.
 
 Results are identical (``tests/test_explore_speed.py`` compares the two graphs edge by edge).
 """
@@ -20,18 +22,29 @@ from surfacecheck.explore import oracle
 from surfacecheck.explore.bfs import Exploration, no_cyclic_gc
 from surfacecheck.explore.canonical import key
 from surfacecheck.explore.safety import check_state
+from surfacecheck.explore.shape import retain_tokens, signature, view
 from surfacecheck.explore.variants import Variant
 from surfacecheck.explore.world import RET, SURF, Edge, World, _comps, _dedupe
 
 PREVIOUS_SPEEDUPS = oracle.SPEEDUPS[:4]
 
 
+def previous_view(op, surf, outcome, routed, settings) -> tuple:
+    """The shared runs' memo key before the shrink class: the prefix's price sum itself."""
+    key = view(op, surf, outcome, routed, settings)
+    if key[0] != "~s":
+        return key
+    m, total, big, tail = signature(surf, retain_tokens(settings) if op == "pressure" else 0)
+    return ("~", m, total, big, tail) + key[5:]
+
+
 class PreviousWorld(World):
-    """Moves built per core from the shape groups, deduplicated over the whole core."""
+    """Moves built per core from the shape groups, deduplicated over the whole core; runs keyed on the sum."""
 
     def __post_init__(self):
         super().__post_init__()
         self._speed = Variant("speedups", patches=PREVIOUS_SPEEDUPS)._persistent()
+        self._view = previous_view
 
     def _moves(self, *core) -> list:
         return _dedupe(super()._moves(*core))

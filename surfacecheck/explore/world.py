@@ -84,6 +84,7 @@ class World:
         self._core_ids: dict = {}  # core -> its number (:meth:`core_id`)
         self.cores: list = []  # number -> core
         self._compact: list = []  # number -> its moves with successor cores as numbers (None: not yet built)
+        self._view = view  # the memo key of a shared run (:func:`.shape.view`)
 
     def initial(self) -> tuple:
         return ("I", "", (), -2, "", 0, False, False, 0, 0, 0, 0, 0, 0)
@@ -95,7 +96,7 @@ class World:
         and for the compaction ops and reload the surface's *shape* only (:mod:`.shape`)."""
         if not (self.shared and op in SHARED_OPS):
             return self._exact(op, phase, surf, routed, retries, outcome)
-        eff = self._memo(op, phase, view(op, surf, outcome, routed, self.settings), surf, routed, retries, outcome)
+        eff = self._memo(op, phase, self._view(op, surf, outcome, routed, self.settings), surf, routed, retries, outcome)
         if eff.violations:  # re-run on the real surface: violation messages name its own seqs
             return self._exact(op, phase, surf, routed, retries, outcome)
         eff = rebase(eff, surf)
