@@ -12,7 +12,8 @@
 
 Bounded response is computed exactly, not by sampling paths: on the subgraph of pending,
 non-discharging transitions, the longest number of counted transitions from each state
-(condensation DAG; a counted transition inside a cycle makes it unbounded).
+(condensation DAG; a counted transition inside a cycle makes it unbounded); for ``k`` = 1 only
+whether a counted transition is reachable at all (one backward search; tests compare the two).
 """
 from __future__ import annotations
 
@@ -101,31 +102,18 @@ def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, 
             old = arcs.get((src, dst))
             if old is None or rank < old[0]:
                 arcs[(src, dst)] = (rank, index)
-    sub = nx.DiGraph()
-    sub.add_edges_from((src, dst, {"w": 1 - rank[0], "e": index}) for (src, dst), (rank, index) in arcs.items())
-    if sub.number_of_edges() == 0:
+    if not arcs:
         return None
-    cond = nx.condensation(sub)
-    members = cond.graph["mapping"]
-    score: dict[int, float] = {}
-    for comp in reversed(list(nx.topological_sort(cond))):
-        nodes = cond.nodes[comp]["members"]
-        best = 0.0
-        for node in nodes:
-            for succ, data in sub[node].items():
-                other = members[succ]
-                if other == comp:
-                    if data["w"]:
-                        best = float("inf")
-                else:
-                    best = max(best, data["w"] + score[other])
-        score[comp] = best
-    bad = sorted((s for s in sub.nodes if score[members[s]] >= k), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))
+    succs: dict = {}  # src -> [(dst, weight, edge index)] in arc order
+    for (src, dst), (rank, index) in arcs.items():
+        succs.setdefault(src, []).append((dst, 1 - rank[0], index))
+    score = scores(arcs, succs, k)
+    bad = sorted((s for s, n in score.items() if n >= k), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))
     if not bad:
         return None
     best = None
     for start in bad[:64]:
-        walk = _witness(exp, sub, members, score, start, k)
+        walk = _witness(exp, succs, score, start, k)
         prefix = exp.path_to(start)
         key = (len(prefix) + len(walk), exp.labels(prefix) + exp.labels(walk))
         if best is None or key < best[0]:
@@ -134,21 +122,71 @@ def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, 
                            best[1], best[2])
 
 
-def _witness(exp, sub, members, score, start, k) -> list[int]:
+def scores(arcs: dict, succs: dict, k: int) -> dict:
+    """Per state of the pending subgraph, the counted transitions a path from it can make, as far as a
+    comparison with ``k`` needs."""
+    return _reaches_counted(arcs) if k == 1 else _most_counted(arcs, succs)
+
+
+def _most_counted(arcs: dict, succs: dict) -> dict:
+    """Per state of the pending subgraph, the most counted transitions a path from it can make (infinite
+    through a cycle with a counted one): longest paths over networkx's condensation DAG."""
+    sub = nx.DiGraph(list(arcs))
+    cond = nx.condensation(sub)
+    members = cond.graph["mapping"]
+    by_comp: dict[int, float] = {}
+    for comp in reversed(list(nx.topological_sort(cond))):
+        best = 0.0
+        for node in cond.nodes[comp]["members"]:
+            for succ, weight, _index in succs.get(node, ()):
+                other = members[succ]
+                if other == comp:
+                    if weight:
+                        best = float("inf")
+                else:
+                    best = max(best, weight + by_comp[other])
+        by_comp[comp] = best
+    return {node: by_comp[comp] for node, comp in members.items()}
+
+
+def _reaches_counted(arcs: dict) -> dict:
+    """``k`` = 1 (the default): a state scores 1 when a path in the pending subgraph reaches a counted
+    transition, else 0 — what :func:`_most_counted` says when compared with 1 (``>= 1`` iff a counted arc
+    is reachable), found by one backward search instead of a condensation."""
+    preds: dict = {}
+    score: dict = {}
+    frontier = []
+    for (src, dst), (rank, _index) in arcs.items():
+        preds.setdefault(dst, []).append(src)
+        score[src] = score.get(src, 0)
+        score[dst] = score.get(dst, 0)
+        if rank[0] == 0 and not score[src]:
+            score[src] = 1
+            frontier.append(src)
+    while frontier:
+        node = frontier.pop()
+        for src in preds.get(node, ()):
+            if not score[src]:
+                score[src] = 1
+                frontier.append(src)
+    return score
+
+
+def _witness(exp, succs, score, start, k) -> list[int]:
     """The shortest path from ``start`` making ``k`` counted transitions while pending (BFS on (state, count))."""
     parents = {(start, 0): None}
     frontier = [(start, 0)]
     while frontier:
         nxt = []
         for node, count in frontier:
-            for succ, data in sorted(sub[node].items(), key=lambda item: exp.edges[item[1]["e"]][2]):
-                reached = count + data["w"]
-                if reached + score[members[succ]] < k and reached < k:
+            for succ, weight, index in sorted(succs.get(node, ()), key=lambda item: exp.edges[item[2]][2]):
+                reached = count + weight
+                if reached + score[succ] < k and reached < k:
                     continue
                 item = (succ, min(reached, k))
                 if item in parents:
                     continue
-                parents[item] = ((node, count), data["e"])
+                parents[item] = ((node, count), index)
                 if reached >= k:
                     path, cur = [], item
                     while parents[cur] is not None:
