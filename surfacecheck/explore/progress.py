@@ -158,8 +158,8 @@ def _reaches_counted(arcs: dict) -> dict:
     frontier = []
     for (src, dst), (rank, _index) in arcs.items():
         preds.setdefault(dst, []).append(src)
-        score[src] = score.get(src, 0)
-        score[dst] = score.get(dst, 0)
+        score.setdefault(src, 0)
+        score.setdefault(dst, 0)
         if rank[0] == 0 and not score[src]:
             score[src] = 1
             frontier.append(src)
