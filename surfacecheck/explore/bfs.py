@@ -18,6 +18,7 @@ import networkx as nx
 
 from surfacecheck.memory import MemoryLimitReached
 
+from .packed import S_SURF, Packer
 from .safety import check_state
 from .world import EVENTS, RET, SURF, World
 
@@ -133,7 +134,78 @@ def explore(world: World, *, symmetry: bool = True, reverse: bool = False, max_s
     frontier cores before the level is searched, may compute their moves elsewhere
     (:class:`.distributed.Expander`)."""
     with no_cyclic_gc():
+        if expand is None and not world.check_oracle:
+            return _explore_packed(world, symmetry, reverse, max_states, on_level, memory)
         return _explore(world, symmetry, reverse, max_states, on_level, memory, expand)
+
+
+def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level,
+                    memory) -> Exploration:
+    """The search loop over packed cores (:mod:`.packed`): a state is its packed core and counters in one
+    integer, and a move adds a constant to it. Only a state seen for the first time is unpacked into a
+    tuple (its representative). The same states, edges and order as :func:`_explore`."""
+    exp = Exploration(world, symmetry)
+    start = time.perf_counter()
+    packer = Packer(world)
+    b = world.bounds
+    max_events, max_calls, max_comps, max_seq = b.events, b.tool_pairs, b.compactions, b.max_seq
+    initial = world.initial()
+    states, depth, edges = exp.states, exp.depth, exp.edges
+    cores: list = [packer.pack(initial[:EVENTS])]
+    packed: list = [packer.state(cores[0], 0, 0, 0)]
+    ids = {packed[0] if symmetry else (packed[0], 0, 0, 0): 0}
+    states.append(initial)
+    depth.append(0)
+    surfaces, unpack, groups, get = packer.surfs, packer.unpack, packer.groups, ids.get
+    surface_checks: dict = {}  # surface -> the state invariants' findings (spec 3: they read the surface only)
+    frontier, level, next_look = [0], 0, 0
+    while frontier:
+        nxt = []
+        for src in frontier:
+            events, calls, comps, seq, turn, gen = states[src][EVENTS:]
+            room_e, room_c, room_k = max_events - events, max_calls - calls, max_comps - comps
+            room_s = None if max_seq is None else max_seq - seq
+            core, here = cores[src], packed[src]
+            lists = groups(core)
+            for moves in (reversed(lists) if reverse else lists):
+                for action, dcore, dstate, de, dc, dk, ds, dt, dg, edge in (reversed(moves) if reverse else moves):
+                    if de > room_e or dc > room_c or dk > room_k or (room_s is not None and ds > room_s):
+                        continue
+                    key = here + dstate if symmetry else (here + dstate, seq + ds, turn + dt, gen + dg)
+                    dst = get(key)
+                    if dst is None:
+                        dst = ids[key] = len(states)
+                        succ = core + dcore
+                        fields = unpack(succ)
+                        states.append(fields + (events + de, calls + dc, comps + dk, seq + ds, turn + dt, gen + dg))
+                        cores.append(succ)
+                        packed.append(here + dstate)
+                        depth.append(level + 1)
+                        nxt.append(dst)
+                        sid = succ // S_SURF
+                        found = surface_checks.get(sid)
+                        if found is None:
+                            found = surface_checks[sid] = check_state(surfaces[sid], fields[RET])
+                        if found:
+                            exp.state_violations[dst] = found
+                    edges.append((src, dst, action, edge))
+            if max_states is not None and len(states) >= max_states:
+                exp.complete = False
+                nxt = []
+                break
+            if memory is not None and len(states) >= next_look:
+                next_look = len(states) + MEMORY_EVERY
+                try:
+                    memory.check()
+                except MemoryLimitReached as reached:
+                    exp.complete, exp.stopped = False, f"incomplete at {len(states)} states: {reached}"
+                    nxt = []
+                    break
+        frontier, level = nxt, level + 1
+        if on_level is not None:
+            on_level(level, len(states), len(edges))
+    exp.seconds = time.perf_counter() - start
+    return exp
 
 
 def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level, memory,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import model.manual as manual_mod
 import model.policy as policy_mod
@@ -167,9 +168,9 @@ def _policy(window: int, retries: int, overflow_retries: int) -> RuntimePolicy:
     return RuntimePolicy.from_json(Settings(window, retries, overflow_retries).policy_json)
 
 
-@dataclass(frozen=True)
-class Effect:
-    """What one model-run transition did, in abstract terms, plus the checks made on its real events."""
+class Effect(NamedTuple):
+    """What one model-run transition did, in abstract terms, plus the checks made on its real events.
+    (A named tuple: the world makes one per shared run per surface, :func:`.shape.rebase`.)"""
 
     surf: tuple
     ret: tuple  # old surface index -> new index, -1 when shadowed (see follow_retained)

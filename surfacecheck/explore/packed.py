@@ -1,0 +1,169 @@
+"""Packed cores and relative moves: what the search loop reads, as integers (issue 19).
+
+A core (a state minus its bound counters, :mod:`.world`) is packed into one integer: its surface as
+the number of an interned surface, then the retained index, whether a header is routed, the overflow
+bookkeeping, the runtime context, the queued prompt or pending results, and the phase, each in a
+fixed radix. A transition changes a few of those fields; the moves of one *group* (the runtime
+context moves, an op of the model, the step, the request, the tool results) read only some fields
+of the core — its *key* — and change only fields of that key, so the successor is the source plus a
+constant: the group's moves are made once per key, as ``(action, Δcore, Δevents, Δcalls,
+Δcompactions, Δseq, Δturn, Δgeneration, edge)``, and a state's moves are the concatenation of its
+groups' lists, in :meth:`.world.World._moves` order. Which fields each group reads and writes:
+
+=========== ======= ============================================ ============================
+group       phases  key (fields read)                            fields written
+=========== ======= ============================================ ============================
+ctx         I, P    runtime context                              runtime context
+prune       I, P    phase, surface, retained, routed (spec 6)    surface, retained
+prompt      I       queued prompt, overflow retries              phase, queued, retries
+manual      I       surface, retained, routed (spec 11)          surface, retained
+reload      I       surface, retained, retries, seen, routed     surface, retained, retries, seen
+step        P       queued, surface, retained, context, retries, phase, queued, surface, retained
+                    routed (spec 9, 12, 13)
+request     S       queued, surface, retained, retries, seen,    phase, queued, surface, retained,
+                    routed (spec 10, 13)                         retries, seen, routed
+result      T       pending, surface                             phase, pending, surface
+=========== ======= ============================================ ============================
+
+Each group's list is built by the world's own move makers on the first core with that key, so the
+moves are the world's; only the bookkeeping differs (one integer addition per edge instead of a
+core tuple hashed per move). ``tests/test_explore_packed.py`` compares the graphs edge by edge.
+"""
+from __future__ import annotations
+
+from .world import _CONTEXT_MOVES, _PROMPT_MOVES, _RESULT_MOVES, World
+
+PHASES = ("I", "P", "S", "T")
+PENDS = ("", "U", "V", 1, 2)
+CONTEXTS = ("", "X", "Y")
+RETRIES_RADIX = 16
+RET_RADIX = 256  # retained index + 2 (-2 NEVER, -1 NONE): surfaces stay far shorter at any bound we run
+
+_PHASE = {p: i for i, p in enumerate(PHASES)}
+_PEND = {p: i for i, p in enumerate(PENDS)}
+_CTX = {c: i for i, c in enumerate(CONTEXTS)}
+S_PEND = 4
+S_CTX = S_PEND * len(PENDS)
+S_RETRIES = S_CTX * len(CONTEXTS)
+S_SEEN = S_RETRIES * RETRIES_RADIX
+S_ROUTED = S_SEEN * 2
+S_RET = S_ROUTED * 2
+S_SURF = S_RET * RET_RADIX
+
+
+class Packer:
+    """Interned surfaces, packed cores, and the relative move lists of each group (memoised on its key)."""
+
+    def __init__(self, world: World):
+        self.world = world
+        b = world.bounds
+        self.span_calls, self.span_comps = b.tool_pairs + 1, b.compactions + 1
+        self.per_core = (b.events + 1) * self.span_calls * self.span_comps  # a state: core * per_core + counters
+        self.surfs: list[tuple] = []
+        self._surf_ids: dict[tuple, int] = {}
+        self._big: list[bool] = []  # whether the surface holds a big tool result (the pruner has work)
+        self._groups: dict = {}
+        self._ctx = [self._relative_ctx(ctx) for ctx in CONTEXTS]
+
+    # -- packing ------------------------------------------------------------------------------------
+    def surf_id(self, surf: tuple) -> int:
+        number = self._surf_ids.get(surf)
+        if number is None:
+            number = self._surf_ids[surf] = len(self.surfs)
+            self.surfs.append(surf)
+            self._big.append("S" in surf)
+        return number
+
+    def pack(self, core: tuple) -> int:
+        phase, pend, surf, ret, ctx, retries, seen, routed = core
+        if not (0 <= retries < RETRIES_RADIX and -2 <= ret < RET_RADIX - 2):
+            raise ValueError(f"core out of the packed ranges: retries {retries}, retained {ret}")
+        return (((((self.surf_id(surf) * RET_RADIX + ret + 2) * 2 + routed) * 2 + seen) * RETRIES_RADIX + retries)
+                * len(CONTEXTS) + _CTX[ctx]) * S_CTX + _PEND[pend] * S_PEND + _PHASE[phase]
+
+    def unpack(self, core: int) -> tuple:
+        rest, phase = divmod(core, S_PEND)
+        rest, pend = divmod(rest, len(PENDS))
+        rest, ctx = divmod(rest, len(CONTEXTS))
+        rest, retries = divmod(rest, RETRIES_RADIX)
+        rest, seen = divmod(rest, 2)
+        rest, routed = divmod(rest, 2)
+        sid, ret = divmod(rest, RET_RADIX)
+        return (PHASES[phase], PENDS[pend], self.surfs[sid], ret - 2, CONTEXTS[ctx], retries, bool(seen),
+                bool(routed))
+
+    # -- the moves of a core, as its groups' relative lists ------------------------------------------
+    def groups(self, core: int) -> tuple:
+        """The relative move lists of ``core``, in the world's move order."""
+        rest, phase = divmod(core, S_PEND)
+        rest, pend = divmod(rest, len(PENDS))
+        rest, ctx = divmod(rest, len(CONTEXTS))
+        rest, retries = divmod(rest, RETRIES_RADIX)
+        rest, seen = divmod(rest, 2)
+        rest, routed = divmod(rest, 2)
+        sid, ret = divmod(rest, RET_RADIX)
+        group = self._group
+        if phase == 0:  # I
+            if self._big[sid]:
+                return (self._ctx[ctx], group(("prune", 0, sid, ret, routed), core),
+                        group(("prompt", pend, retries), core), group(("manual", sid, ret, routed), core),
+                        group(("reload", sid, ret, retries, seen, routed), core))
+            return (self._ctx[ctx], group(("prompt", pend, retries), core), group(("manual", sid, ret, routed), core),
+                    group(("reload", sid, ret, retries, seen, routed), core))
+        if phase == 1:  # P
+            step = group(("step", pend, sid, ret, ctx, retries, routed), core)
+            if self._big[sid]:
+                return (self._ctx[ctx], group(("prune", 1, sid, ret, routed), core), step)
+            return (self._ctx[ctx], step)
+        if phase == 2:  # S
+            return (group(("request", pend, sid, ret, retries, seen, routed), core),)
+        return (group(("result", pend, sid), core),)
+
+    def _group(self, key: tuple, core: int) -> list:
+        found = self._groups.get(key)
+        return self._make(key, core) if found is None else found
+
+    def _make(self, key: tuple, core: int) -> list:
+        """A group's relative moves, made by the world's move makers on ``core`` (the first with this key)."""
+        world, fields = self.world, self.unpack(core)
+        phase, pend, surf, ret, ctx, retries, seen, routed = fields
+        name, moves = key[0], []
+        if name == "prune":
+            world._effect_moves(moves, "prune", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
+        elif name == "prompt":
+            for code, action, edge in _PROMPT_MOVES:
+                moves.append((action, ("P", code, surf, ret, ctx, 0, seen, routed), 1, 0, 0, 1, 1, 0, edge))
+        elif name == "manual":
+            world._effect_moves(moves, "manual", world.outcomes, phase, pend, surf, ret, ctx, retries, seen, routed)
+        elif name == "reload":
+            world._effect_moves(moves, "reload", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
+        elif name == "step":
+            world._step_moves(moves, pend, surf, ret, ctx, retries, seen, routed)
+        elif name == "request":
+            world._request_moves(moves, surf, ret, ctx, retries, seen, routed)
+        else:  # result
+            last = pend == 1
+            for code, action, edge in _RESULT_MOVES[last]:
+                moves.append((action, ("P" if last else "T", "" if last else pend - 1, surf + (code,), ret, ctx,
+                                       retries, seen, routed), 1, 0, 0, 3 if last else 2, 0, 0, edge))
+        found = self._groups[key] = self._relative(core, moves)
+        return found
+
+    def _relative(self, core: int, moves: list) -> list:
+        """``(action, Δcore, Δstate, Δevents, Δcalls, Δcompactions, Δseq, Δturn, Δgeneration, edge)``: Δstate
+        is what the move adds to a packed state (core and counters), :meth:`state`."""
+        return [self._move(action, self.pack(nxt) - core, de, dc, dk, ds, dt, dg, edge)
+                for action, nxt, de, dc, dk, ds, dt, dg, edge in moves]
+
+    def _move(self, action, dcore, de, dc, dk, ds, dt, dg, edge) -> tuple:
+        return (action, dcore, dcore * self.per_core + (de * self.span_calls + dc) * self.span_comps + dk,
+                de, dc, dk, ds, dt, dg, edge)
+
+    def state(self, core: int, events: int, calls: int, compactions: int) -> int:
+        """A state as one integer: its packed core and its bound counters (the VIEW, :mod:`.canonical`)."""
+        return core * self.per_core + (events * self.span_calls + calls) * self.span_comps + compactions
+
+    def _relative_ctx(self, ctx: str) -> list:
+        """The runtime-context moves: only the context changes (spec 12: the candidate is projected later)."""
+        return [self._move(action, (_CTX[c] - _CTX[ctx]) * S_CTX, 0, 0, 0, 0, 0, 0, edge)
+                for c, action, edge in _CONTEXT_MOVES if c != ctx]
