@@ -63,6 +63,9 @@ class Packer:
         self._surf_ids: dict[tuple, int] = {}
         self._big: list[bool] = []  # whether the surface holds a big tool result (the pruner has work)
         self._groups: dict = {}
+        self._fields: dict = {}  # the core but its surface -> its fields
+        self._recipes: dict = {}  # the same -> its groups (:meth:`_recipe`)
+        self._tables: dict = {}  # a group's key but the surface -> {surface number: relative moves}
         self._ctx = [self._relative_ctx(ctx) for ctx in CONTEXTS]
 
     # -- packing ------------------------------------------------------------------------------------
@@ -82,52 +85,80 @@ class Packer:
                 * len(CONTEXTS) + _CTX[ctx]) * S_CTX + _PEND[pend] * S_PEND + _PHASE[phase]
 
     def unpack(self, core: int) -> tuple:
-        rest, phase = divmod(core, S_PEND)
+        sid, rest = divmod(core, S_SURF)
+        f = self._fields.get(rest) or self._decode(rest)
+        return (f[0], f[1], self.surfs[sid], f[2], f[3], f[4], f[5], f[6])
+
+    def _decode(self, packed: int) -> tuple:
+        """The fields of a core but its surface: (phase, pend, ret, ctx, retries, seen, routed)."""
+        rest, phase = divmod(packed, S_PEND)
         rest, pend = divmod(rest, len(PENDS))
         rest, ctx = divmod(rest, len(CONTEXTS))
         rest, retries = divmod(rest, RETRIES_RADIX)
         rest, seen = divmod(rest, 2)
-        rest, routed = divmod(rest, 2)
-        sid, ret = divmod(rest, RET_RADIX)
-        return (PHASES[phase], PENDS[pend], self.surfs[sid], ret - 2, CONTEXTS[ctx], retries, bool(seen),
-                bool(routed))
+        ret, routed = divmod(rest, 2)
+        found = self._fields[packed] = (PHASES[phase], PENDS[pend], ret - 2, CONTEXTS[ctx], retries, bool(seen),
+                                      bool(routed))
+        return found
 
     # -- the moves of a core, as its groups' relative lists ------------------------------------------
-    def groups(self, core: int) -> tuple:
+    def groups(self, core: int) -> list:
         """The relative move lists of ``core``, in the world's move order."""
-        rest, phase = divmod(core, S_PEND)
-        rest, pend = divmod(rest, len(PENDS))
-        rest, ctx = divmod(rest, len(CONTEXTS))
-        rest, retries = divmod(rest, RETRIES_RADIX)
-        rest, seen = divmod(rest, 2)
-        rest, routed = divmod(rest, 2)
-        sid, ret = divmod(rest, RET_RADIX)
-        group = self._group
-        if phase == 0:  # I
-            if self._big[sid]:
-                return (self._ctx[ctx], group(("prune", 0, sid, ret, routed), core),
-                        group(("prompt", pend, retries), core), group(("manual", sid, ret, routed), core),
-                        group(("reload", sid, ret, retries, seen, routed), core))
-            return (self._ctx[ctx], group(("prompt", pend, retries), core), group(("manual", sid, ret, routed), core),
-                    group(("reload", sid, ret, retries, seen, routed), core))
-        if phase == 1:  # P
-            step = group(("step", pend, sid, ret, ctx, retries, routed), core)
-            if self._big[sid]:
-                return (self._ctx[ctx], group(("prune", 1, sid, ret, routed), core), step)
-            return (self._ctx[ctx], step)
-        if phase == 2:  # S
-            return (group(("request", pend, sid, ret, retries, seen, routed), core),)
-        return (group(("result", pend, sid), core),)
+        sid, rest = divmod(core, S_SURF)
+        recipe = self._recipes.get(rest)
+        if recipe is None:
+            recipe = self._recipe(rest)
+        lists = []
+        for table in recipe[self._big[sid]]:
+            if type(table) is list:
+                lists.append(table)
+            else:
+                found = table.get(sid)
+                lists.append(self._make(table, sid, rest) if found is None else found)
+        return lists
 
-    def _group(self, key: tuple, core: int) -> list:
+    def _recipe(self, rest: int) -> tuple:
+        """Per the fields but the surface: the groups in move order, each a constant list (it reads no
+        surface) or the table of its key (surface -> moves), for a surface without and with a big result."""
+        phase, pend, ret, ctx, retries, seen, routed = self._fields.get(rest) or self._decode(rest)
+        table = self._table
+        context = self._ctx[_CTX[ctx]]
+        if phase == "I":
+            prune = table("prune", phase, ret, routed)
+            rest_of = [self._constant(("prompt", pend, retries), rest), table("manual", ret, routed),
+                       table("reload", ret, retries, seen, routed)]
+            found = ([context] + rest_of, [context, prune] + rest_of)
+        elif phase == "P":
+            prune, step = table("prune", phase, ret, routed), table("step", pend, ret, ctx, retries, routed)
+            found = ([context, step], [context, prune, step])
+        elif phase == "S":
+            request = table("request", pend, ret, retries, seen, routed)
+            found = ([request], [request])
+        else:
+            result = table("result", pend)
+            found = ([result], [result])
+        self._recipes[rest] = found
+        return found
+
+    def _table(self, *key) -> "_Table":
+        found = self._tables.get(key)
+        if found is None:
+            found = self._tables[key] = _Table(key[0])
+        return found
+
+    def _constant(self, key: tuple, rest: int) -> list:
+        """A group that reads no surface (the prompt): one list for every surface."""
         found = self._groups.get(key)
-        return self._make(key, core) if found is None else found
+        if found is None:
+            found = self._groups[key] = self._make(_Table(key[0]), 0, rest)
+        return found
 
-    def _make(self, key: tuple, core: int) -> list:
-        """A group's relative moves, made by the world's move makers on ``core`` (the first with this key)."""
-        world, fields = self.world, self.unpack(core)
-        phase, pend, surf, ret, ctx, retries, seen, routed = fields
-        name, moves = key[0], []
+    def _make(self, table: "_Table", sid: int, rest: int) -> list:
+        """A group's relative moves, made by the world's move makers on the core ``sid``, ``rest`` (the first
+        with this key) and kept in the group's table."""
+        world, core = self.world, sid * S_SURF + rest
+        phase, pend, surf, ret, ctx, retries, seen, routed = self.unpack(core)
+        name, moves = table.name, []
         if name == "prune":
             world._effect_moves(moves, "prune", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
         elif name == "prompt":
@@ -146,7 +177,7 @@ class Packer:
             for code, action, edge in _RESULT_MOVES[last]:
                 moves.append((action, ("P" if last else "T", "" if last else pend - 1, surf + (code,), ret, ctx,
                                        retries, seen, routed), 1, 0, 0, 3 if last else 2, 0, 0, edge))
-        found = self._groups[key] = self._relative(core, moves)
+        found = table[sid] = self._relative(core, moves)
         return found
 
     def _relative(self, core: int, moves: list) -> list:
@@ -167,3 +198,11 @@ class Packer:
         """The runtime-context moves: only the context changes (spec 12: the candidate is projected later)."""
         return [self._move(action, (_CTX[c] - _CTX[ctx]) * S_CTX, 0, 0, 0, 0, 0, 0, edge)
                 for c, action, edge in _CONTEXT_MOVES if c != ctx]
+
+
+class _Table(dict):
+    """One group's relative moves per surface number, for one value of the rest of its key."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
