@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from functools import lru_cache
+from operator import itemgetter
 
 from model.config import resolve_compact_spec, resolve_target_policy
 from model.region import retention_index
@@ -161,12 +162,25 @@ _DIGITS = re.compile(r"\d+")
 
 def rebase(eff: oracle.Effect, surf: tuple) -> oracle.Effect:
     """The run's effect moved onto ``surf`` (same shape): a node that survived keeps its code."""
-    new = list(eff.surf)
-    for old, moved in enumerate(eff.ret):
-        if moved >= 0:
-            new[moved] = surf[old]
-    new_surf = tuple(new)
+    plan = _rebase_plan(eff.ret, len(eff.surf))
+    if plan is None:
+        return eff
+    new_surf = plan(surf + eff.surf)
     if new_surf == eff.surf:
         return eff
-    return oracle.Effect(new_surf, eff.ret, eff.retries, eff.seen, eff.kind, eff.failure, eff.events, eff.gen,
-                         eff.checkpoints, eff.concurrent, eff.violations, eff.label, eff.consulted)
+    return oracle.Effect(new_surf, *eff[1:])
+
+
+@lru_cache(maxsize=1 << 16)
+def _rebase_plan(moved: tuple, length: int):
+    """Where each node of the new surface comes from, as one ``itemgetter`` over ``surf + eff.surf``: a
+    survivor from its old index, a new node from the run's surface; None when no node survived."""
+    take = [len(moved) + j for j in range(length)]
+    for old, new in enumerate(moved):
+        if new >= 0:
+            take[new] = old
+    if all(index >= len(moved) for index in take):
+        return None
+    if length == 1:
+        return lambda nodes: (nodes[take[0]],)
+    return itemgetter(*take)

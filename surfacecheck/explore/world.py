@@ -256,15 +256,17 @@ class World:
         found = []
         if not self.check_oracle:
             self._retained_moves[key] = found
+        made = set()  # what tells two moves apart (the successor, deltas, and the edge's kind)
         for outcome, eff in self._effects(op, phase, surf, routed, retries, outcomes):
             new_ret = oracle.follow_retained(op, ret, eff)
             if op in ("prune", "reload") and eff.events == 0 and eff.surf == surf and new_ret == ret and not eff.violations:
                 continue
-            move = (f"{op}:{outcome}" if outcome else op, eff.surf, new_ret,
-                    (eff.retries, eff.seen) if op == "reload" else None, (0, 0, _comps(eff), eff.events, 0, eff.gen),
-                    Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label))
-            if not any(other[1:5] == move[1:5] and _kind(other[5]) == _kind(move[5]) for other in found):
-                found.append(move)
+            reloaded, deltas = (eff.retries, eff.seen) if op == "reload" else None, (0, 0, _comps(eff), eff.events, 0, eff.gen)
+            key = (eff.surf, new_ret, reloaded, deltas, eff.violations, eff.failure, eff.kind)
+            if key not in made:
+                made.add(key)
+                found.append((f"{op}:{outcome}" if outcome else op, eff.surf, new_ret, reloaded, deltas,
+                              Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label)))
         return found
 
     def _step_moves(self, into, pend, surf, ret, ctx, retries, seen, routed):
