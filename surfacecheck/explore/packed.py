@@ -81,8 +81,9 @@ class Packer:
         phase, pend, surf, ret, ctx, retries, seen, routed = core
         if not (0 <= retries < RETRIES_RADIX and -2 <= ret < RET_RADIX - 2):
             raise ValueError(f"core out of the packed ranges: retries {retries}, retained {ret}")
-        return (((((self.surf_id(surf) * RET_RADIX + ret + 2) * 2 + routed) * 2 + seen) * RETRIES_RADIX + retries)
-                * len(CONTEXTS) + _CTX[ctx]) * S_CTX + _PEND[pend] * S_PEND + _PHASE[phase]
+        sid = self._surf_ids.get(surf)
+        return ((self.surf_id(surf) if sid is None else sid) * S_SURF + (ret + 2) * S_RET + routed * S_ROUTED
+                + seen * S_SEEN + retries * S_RETRIES + _CTX[ctx] * S_CTX + _PEND[pend] * S_PEND + _PHASE[phase])
 
     def unpack(self, core: int) -> tuple:
         sid, rest = divmod(core, S_SURF)
@@ -160,14 +161,15 @@ class Packer:
         phase, pend, surf, ret, ctx, retries, seen, routed = self.unpack(core)
         name, moves = table.name, []
         if name == "prune":
-            world._effect_moves(moves, "prune", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
+            world._effect_moves(moves, "prune", ("",), phase, pend, surf, ret, ctx, retries, seen, routed, False)
         elif name == "prompt":
             for code, action, edge in _PROMPT_MOVES:
                 moves.append((action, ("P", code, surf, ret, ctx, 0, seen, routed), 1, 0, 0, 1, 1, 0, edge))
         elif name == "manual":
-            world._effect_moves(moves, "manual", world.outcomes, phase, pend, surf, ret, ctx, retries, seen, routed)
+            world._effect_moves(moves, "manual", world.outcomes, phase, pend, surf, ret, ctx, retries, seen, routed,
+                                False)
         elif name == "reload":
-            world._effect_moves(moves, "reload", ("",), phase, pend, surf, ret, ctx, retries, seen, routed)
+            world._effect_moves(moves, "reload", ("",), phase, pend, surf, ret, ctx, retries, seen, routed, False)
         elif name == "step":
             world._step_moves(moves, pend, surf, ret, ctx, retries, seen, routed)
         elif name == "request":
@@ -183,7 +185,8 @@ class Packer:
     def _relative(self, core: int, moves: list) -> list:
         """``(action, Δcore, Δstate, Δevents, Δcalls, Δcompactions, Δseq, Δturn, Δgeneration, edge)``: Δstate
         is what the move adds to a packed state (core and counters), :meth:`state`."""
-        return [self._move(action, self.pack(nxt) - core, de, dc, dk, ds, dt, dg, edge)
+        pack, move = self.pack, self._move
+        return [move(action, pack(nxt) - core, de, dc, dk, ds, dt, dg, edge)
                 for action, nxt, de, dc, dk, ds, dt, dg, edge in moves]
 
     def _move(self, action, dcore, de, dc, dk, ds, dt, dg, edge) -> tuple:

@@ -239,9 +239,12 @@ class World:
             self._groups[group_key] = out
         return out
 
-    def _effect_moves(self, moves, op, outcomes, phase, pend, surf, ret, ctx, retries, seen, routed):
-        for action, new_surf, new_ret, reloaded, deltas, edge in self._retained(op, outcomes, phase, surf, ret,
-                                                                               retries, routed):
+    def _effect_moves(self, moves, op, outcomes, phase, pend, surf, ret, ctx, retries, seen, routed, memo=True):
+        """An op's moves from a core (``memo``: keep them per surface and retained index, for the cores that
+        share those; the packed search keeps its own, :mod:`.packed`)."""
+        made = self._retained(op, outcomes, phase, surf, ret, retries, routed) if memo else \
+            self._made(op, outcomes, phase, surf, ret, retries, routed)
+        for action, new_surf, new_ret, reloaded, deltas, edge in made:
             new_retries, new_seen = reloaded if reloaded else (retries, seen)
             moves.append((action, (phase, pend, new_surf, new_ret, ctx, new_retries, new_seen, routed)) + deltas
                          + (edge,))
@@ -251,12 +254,14 @@ class World:
         ``(action, surface', retained', (retries', seen') after a reload or None, deltas, edge)``."""
         key = (op, outcomes, phase, surf, ret, retries if op == "overflow" else 0, routed)
         found = None if self.check_oracle else self._retained_moves.get(key)
-        if found is not None:
-            return found
-        found = []
-        if not self.check_oracle:
-            self._retained_moves[key] = found
-        made = set()  # what tells two moves apart (the successor, deltas, and the edge's kind)
+        if found is None:
+            found = self._made(op, outcomes, phase, surf, ret, retries, routed)
+            if not self.check_oracle:
+                self._retained_moves[key] = found
+        return found
+
+    def _made(self, op, outcomes, phase, surf, ret, retries, routed) -> list:
+        found, made = [], set()  # what tells two moves apart (the successor, deltas, and the edge's kind)
         for outcome, eff in self._effects(op, phase, surf, routed, retries, outcomes):
             new_ret = oracle.follow_retained(op, ret, eff)
             if op in ("prune", "reload") and eff.events == 0 and eff.surf == surf and new_ret == ret and not eff.violations:
