@@ -4,7 +4,9 @@ Each round explores one bounded world from cold caches (γ, the shape and price 
 projection folds are cleared first; nothing is read from a transition cache), so the model runs
 are paid in every round. Variants:
 
-* ``current`` — today's search (:mod:`surfacecheck.explore.bfs`, compact states);
+* ``current`` — today's search (:mod:`surfacecheck.explore.bfs` over packed cores, :mod:`surfacecheck.explore.packed`);
+* ``compact`` — the search loop of the previous stop (numbered core tuples, one move list per core; still
+  the loop of ``--workers`` and ``--oracle``), on today's world;
 * ``previous`` — the explorer before issue 19 (``benchmarks/explore_previous.py``): the variant that
   loses, kept so the speed is tracked as a ratio measured in one run;
 * ``workers-2`` — today's search with each level's new cores expanded on a local Dask cluster of two
@@ -50,10 +52,15 @@ def run(variant: str, bounds: Bounds) -> tuple[int, int, float]:
             exp = bfs.explore(world, expand=Expander(cluster, world))
         return len(exp.states), len(exp.edges), time.perf_counter() - began
     world = previous.PreviousWorld(bounds) if variant == "previous" else World(bounds)
-    search = previous.explore if variant == "previous" else bfs.explore
+    search = {"previous": previous.explore, "compact": _compact}.get(variant, bfs.explore)
     began = time.process_time()
     exp = search(world)
     return len(exp.states), len(exp.edges), time.process_time() - began
+
+
+def _compact(world: World) -> bfs.Exploration:
+    with bfs.no_cyclic_gc():
+        return bfs._explore(world, True, False, None, None, None)
 
 
 def _bounds() -> list[str]:
@@ -61,7 +68,7 @@ def _bounds() -> list[str]:
 
 
 @pytest.mark.parametrize("bounds", _bounds())
-@pytest.mark.parametrize("variant", ["current", "previous"])
+@pytest.mark.parametrize("variant", ["current", "compact", "previous"])
 def test_explore_throughput(benchmark, variant, bounds):
     states, edges, seconds = benchmark.pedantic(run, args=(variant, BOUNDS[bounds]), rounds=3 if bounds == "default"
                                                 else 1, iterations=1)
@@ -82,7 +89,7 @@ def isolated(variant: str, label: str) -> tuple[int, int, float]:
 
 def main(argv: list[str]) -> int:
     big = "--big" in argv
-    names = ["previous", "current"] + (["workers-2"] if big else [])
+    names = ["previous", "compact", "current"] + (["workers-2"] if big else [])
     for label in (["default", "6/2/2"] if big else ["default"]):
         best: dict[str, tuple] = {}
         for _ in range(5 if label == "default" else 1):  # interleaved: a burst of load hits every variant
@@ -97,7 +104,8 @@ def main(argv: list[str]) -> int:
             print(f"  {name:<10} {states:>8} states {edges:>9} edges  {seconds:7.2f} s  {states / seconds:9.0f} states/s"
                   + ("  (wall, with cluster start-up)" if name == "workers-2" else "  (CPU)"))
         ratio = best["previous"][2] / best["current"][2]
-        print(f"  current is {ratio:.2f}x the previous explorer per core")
+        print(f"  current is {ratio:.2f}x the previous explorer per core, "
+              f"{best['compact'][2] / best['current'][2]:.2f}x the compact loop")
     return 0
 
 
