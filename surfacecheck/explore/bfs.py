@@ -14,8 +14,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from surfacecheck.memory import MemoryLimitReached
 
 from .packed import S_SURF, Packer
@@ -26,7 +24,7 @@ from .world import EVENTS, RET, SURF, World
 @dataclass
 class Exploration:
     """The explored graph: ``states[i]`` (a representative), ``depth[i]``, ``edges`` as
-    ``(src, dst, action, edge)``, state violations, timings."""
+    ``(src, dst, action, edge)``, state violations, timings; the checks' arrays are made once (:mod:`.arrays`)."""
 
     world: World
     symmetry: bool
@@ -39,7 +37,7 @@ class Exploration:
     stopped: str | None = None  # why the search stopped early (a memory limit), when it did
     _preds: list | None = None
     _succs: list | None = None
-    _graph: nx.DiGraph | None = None
+    cache: dict = field(default_factory=dict)  # the whole-graph arrays (:mod:`.arrays`)
 
     @property
     def max_depth(self) -> int:
@@ -55,19 +53,6 @@ class Exploration:
             for index, (src, dst, action, _edge) in enumerate(self.edges):
                 self._preds[dst].append((src, action, index))
         return self._preds
-
-    def graph(self) -> nx.DiGraph:
-        """The state graph as a networkx DiGraph; each arc keeps the least action label between its ends."""
-        if self._graph is None:
-            arcs: dict = {}
-            for index, (src, dst, action, _edge) in enumerate(self.edges):
-                if (src, dst) not in arcs or action < self.edges[arcs[(src, dst)]][2]:
-                    arcs[(src, dst)] = index
-            graph = nx.DiGraph()
-            graph.add_nodes_from(range(len(self.states)))
-            graph.add_edges_from((s, d, {"e": i}) for (s, d), i in arcs.items())
-            self._graph = graph
-        return self._graph
 
     # -- canonical shortest paths ---------------------------------------------------------------
     def path_to(self, target) -> list[int]:

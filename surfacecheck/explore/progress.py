@@ -19,12 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
+from operator import itemgetter
 
-from . import oracle
+import networkx as nx
+import numpy as np
+
+from .arrays import both_ends, endpoints, prices
 from .bfs import Exploration
 from .world import CTX, RET, ROUTED, SURF
 
+AUTOMATIC = ("overflow", "step")  # the compaction steps the runtime takes by itself
 RESPONDED = frozenset({"compacted", "pruned", "warned", "null", "unrouted"})
 PROGRESS_PROPERTIES = ("explore-no-compaction-loop", "explore-pressure-bounded-response",
                        "explore-runtime-context-reemitted")
@@ -47,15 +51,19 @@ def _canonical_best(exp: Exploration, candidates) -> int:
 
 
 def _price(exp: Exploration, index: int) -> int:
-    return oracle.total(exp.states[index][SURF])
+    return int(prices(exp)[index])
 
 
 def compaction_loops(exp: Exploration) -> ProgressFinding | None:
     """A lasso of automatic compaction steps that never lowers the price and completes no step."""
     sub = nx.DiGraph()
-    for index, (src, dst, action, edge) in enumerate(exp.edges):
-        if edge.kind in ("overflow", "step") and not edge.completes and _price(exp, dst) >= _price(exp, src):
-            if not sub.has_edge(src, dst) or action < exp.edges[sub[src][dst]["e"]][2]:
+    src_at, dst_at = endpoints(exp)
+    price = prices(exp)
+    edges = exp.edges
+    for index in np.flatnonzero(price[dst_at] >= price[src_at]).tolist():  # the price never falls
+        src, dst, action, edge = edges[index]
+        if edge.kind in AUTOMATIC and not edge.completes:
+            if not sub.has_edge(src, dst) or action < edges[sub[src][dst]["e"]][2]:
                 sub.add_edge(src, dst, e=index)
     cyclic = set()
     for component in nx.strongly_connected_components(sub):
@@ -94,10 +102,12 @@ def _shortest_cycle(exp: Exploration, sub: nx.DiGraph, start: int) -> list[int]:
 
 def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, k: int, what: str):
     """The first state (canonical) from which some path makes ``k`` counted transitions while still pending."""
-    pending = [trigger(s) for s in exp.states]
+    pending = trigger(exp)
     arcs: dict = {}  # (src, dst) -> (rank, index): per arc the counted edge with the least label
-    for index, (src, dst, action, edge) in enumerate(exp.edges):
-        if pending[src] and pending[dst] and not discharged(edge):
+    edges = exp.edges
+    for index in both_ends(exp, pending):  # the edges between pending states, in edge order
+        src, dst, action, edge = edges[index]
+        if not discharged(edge):
             rank = (0 if counted(edge) else 1, action)
             old = arcs.get((src, dst))
             if old is None or rank < old[0]:
@@ -201,8 +211,9 @@ def _witness(exp, succs, score, start, k) -> list[int]:
 def pressure_response(exp: Exploration, k: int = 1):
     threshold = exp.world.settings.threshold
 
-    def over(state):
-        return bool(state[ROUTED]) and oracle.total(state[SURF]) >= threshold
+    def over(exp: Exploration) -> np.ndarray:
+        routed = np.fromiter(map(itemgetter(ROUTED), exp.states), bool, len(exp.states))
+        return routed & (prices(exp) >= threshold)
 
     return bounded_response(
         exp, "explore-pressure-bounded-response", over, lambda e: e.kind == "step",
@@ -221,8 +232,21 @@ def context_missing(state) -> bool:
     return not visible or visible[-1] != wanted
 
 
+def _context_missing(exp: Exploration) -> np.ndarray:
+    """:func:`context_missing` of every state, judged once per (context, retained, surface)."""
+    memo: dict = {}
+    marks = []
+    for state in exp.states:
+        key = (state[CTX], state[RET], state[SURF])
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = context_missing(state)
+        marks.append(found)
+    return np.array(marks, dtype=bool)
+
+
 def context_window(exp: Exploration, k: int = 1):
-    return bounded_response(exp, "explore-runtime-context-reemitted", context_missing,
+    return bounded_response(exp, "explore-runtime-context-reemitted", _context_missing,
                             lambda e: e.kind == "step", lambda e: False, k,
                             "the current runtime context is not on the surface and the next pre-step did not re-emit it")
 

@@ -12,11 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import networkx as nx
-
 from surfacecheck.memory import MemoryLimit
 from surfacecheck.trace import write_trace
 
+from .arrays import graph_figures
 from .bfs import Exploration, explore, no_cyclic_gc
 from .oracle import Settings
 from .progress import PROGRESS_PROPERTIES, check_progress
@@ -162,8 +161,7 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
         checks_progress = symmetry and exp.complete
         if checks_progress:
             findings += progress_findings(exp, k)
-        graph = exp.graph() if exp.complete else None
-        components = sum(1 for _ in nx.strongly_connected_components(graph)) if graph is not None else None
+        graph = graph_figures(exp) if exp.complete else None
     check_seconds = time.perf_counter() - started
     write_traces(findings, world, trace_dir, command)
     failed = bool(findings or world.oracle_mismatches)
@@ -182,8 +180,7 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
         "seconds": round(exp.seconds, 3), "states_per_second": round(exp.rate, 1),
         "check_seconds": round(check_seconds, 3),
         "model_runs": world.oracle_calls + (distributed["worker_model_runs"] if distributed else 0), "cached_transitions": cached, "complete": exp.complete,
-        "graph": {"nodes": graph.number_of_nodes(), "arcs": graph.number_of_edges(),
-                  "strongly_connected_components": components} if graph is not None else None,
+        "graph": graph,
         "invariants": list(SAFETY_PROPERTIES), "progress": list(PROGRESS_PROPERTIES) if checks_progress else [],
         "violations": [f.to_json() for f in findings],
         "actions": dict(sorted(Counter(action for _s, _d, action, _e in exp.edges).items())),

@@ -1,0 +1,38 @@
+"""The explored graph as arrays (surfacecheck/explore/arrays.py): the report's figures are networkx's, and the
+masks pick exactly the edges the checks used to walk."""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from surfacecheck.explore import arrays, oracle
+from surfacecheck.explore.bfs import explore
+from surfacecheck.explore.variants import CORRECT, VARIANTS
+from surfacecheck.explore.world import SURF, Bounds, World
+
+CASES = [(CORRECT, Bounds(4, 2, 1)), (VARIANTS["retry-without-progress"], Bounds(4, 0, 1)),
+         (VARIANTS["pressure-skipped"], Bounds(4, 1, 1))]
+
+
+@pytest.mark.parametrize("variant, bounds", CASES, ids=[v.name for v, _b in CASES])
+def test_graph_figures_are_networkx_figures(variant, bounds):
+    exp = explore(World(bounds, variant=variant))
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(exp.states)))
+    graph.add_edges_from((src, dst) for src, dst, _a, _e in exp.edges)
+    figures = arrays.graph_figures(exp)
+    assert figures == {"nodes": graph.number_of_nodes(), "arcs": graph.number_of_edges(),
+                       "strongly_connected_components": nx.number_strongly_connected_components(graph)}
+    assert figures["strongly_connected_components"] < figures["nodes"]  # the VIEW makes cycles
+
+
+def test_prices_endpoints_and_masks():
+    exp = explore(World(Bounds(4, 1, 1)))
+    price = arrays.prices(exp)
+    assert price.tolist() == [oracle.total(state[SURF]) for state in exp.states]
+    src, dst = arrays.endpoints(exp)
+    assert list(zip(src.tolist(), dst.tolist())) == [(s, d) for s, d, _a, _e in exp.edges]
+    marked = np.array([i % 3 == 0 for i in range(len(exp.states))])
+    assert arrays.both_ends(exp, marked) == [i for i, (s, d, _a, _e) in enumerate(exp.edges)
+                                             if s % 3 == 0 and d % 3 == 0]
