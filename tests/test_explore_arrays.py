@@ -34,5 +34,5 @@ def test_prices_endpoints_and_masks():
     src, dst = arrays.endpoints(exp)
     assert list(zip(src.tolist(), dst.tolist())) == [(s, d) for s, d, _a, _e in exp.edges]
     marked = np.array([i % 3 == 0 for i in range(len(exp.states))])
-    assert arrays.both_ends(exp, marked) == [i for i, (s, d, _a, _e) in enumerate(exp.edges)
+    assert arrays.both_ends(exp, marked).tolist() == [i for i, (s, d, _a, _e) in enumerate(exp.edges)
                                              if s % 3 == 0 and d % 3 == 0]

@@ -44,10 +44,10 @@ def prices(exp: Exploration) -> np.ndarray:
     return found
 
 
-def both_ends(exp: Exploration, marked: np.ndarray) -> list[int]:
+def both_ends(exp: Exploration, marked: np.ndarray) -> np.ndarray:
     """The indices of the edges whose source and target are both marked, in edge order."""
     src, dst = endpoints(exp)
-    return np.flatnonzero(marked[src] & marked[dst]).tolist()
+    return np.flatnonzero(marked[src] & marked[dst])
 
 
 def graph_figures(exp: Exploration) -> dict:

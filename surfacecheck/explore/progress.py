@@ -18,6 +18,7 @@ whether a counted transition is reachable at all (one backward search; tests com
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from operator import itemgetter
 
@@ -100,28 +101,63 @@ def _shortest_cycle(exp: Exploration, sub: nx.DiGraph, start: int) -> list[int]:
     return []
 
 
+class PendingArcs(NamedTuple):
+    """The pending subgraph of a bounded-response property, one entry per arc (a distinct source-target
+    pair) in arc order (its first edge's order): the edge kept for it is the counted one with the least
+    action label, the earliest on ties (what a witness walks)."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    counted: np.ndarray  # bool
+    index: np.ndarray  # the edge's index in ``exp.edges``
+
+    def successors(self) -> dict:
+        """``src -> [(dst, weight, edge index)]`` in arc order; weight 1 for a counted edge."""
+        succs: dict = {}
+        for src, dst, counted, index in zip(self.src.tolist(), self.dst.tolist(), self.counted.tolist(),
+                                            self.index.tolist()):
+            succs.setdefault(src, []).append((dst, int(counted), index))
+        return succs
+
+
+def pending_arcs(exp: Exploration, pending: np.ndarray, counted, discharged) -> PendingArcs | None:
+    """The arcs between pending states over edges that do not discharge the obligation (None if none)."""
+    candidates = both_ends(exp, pending)
+    edges, judged = exp.edges, {}
+
+    def judge(edge) -> int:  # 2 discharges, 0 counted, 1 neither; judged once per edge object
+        found = judged.get(id(edge))
+        if found is None:
+            found = judged[id(edge)] = 2 if discharged(edge) else 0 if counted(edge) else 1
+        return found
+
+    flags = np.fromiter((judge(edges[i][3]) for i in candidates.tolist()), np.int8, candidates.size)
+    candidates, flags = candidates[flags != 2], flags[flags != 2]
+    if not candidates.size:
+        return None
+    actions = [edges[i][2] for i in candidates.tolist()]
+    rank = {action: n for n, action in enumerate(sorted(set(actions)))}
+    labels = np.fromiter(map(rank.__getitem__, actions), np.int64, candidates.size)
+    src_at, dst_at = endpoints(exp)
+    src, dst = src_at[candidates], dst_at[candidates]
+    pair = src * len(exp.states) + dst
+    order = np.lexsort((candidates, labels, flags, pair))  # per pair: counted first, least label, earliest
+    grouped = pair[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    chosen = order[starts][np.argsort(np.minimum.reduceat(candidates[order], starts), kind="stable")]
+    return PendingArcs(src[chosen], dst[chosen], flags[chosen] == 0, candidates[chosen])
+
+
 def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, k: int, what: str):
     """The first state (canonical) from which some path makes ``k`` counted transitions while still pending."""
-    pending = trigger(exp)
-    arcs: dict = {}  # (src, dst) -> (rank, index): per arc the counted edge with the least label
-    edges = exp.edges
-    for index in both_ends(exp, pending):  # the edges between pending states, in edge order
-        src, dst, action, edge = edges[index]
-        if not discharged(edge):
-            rank = (0 if counted(edge) else 1, action)
-            old = arcs.get((src, dst))
-            if old is None or rank < old[0]:
-                arcs[(src, dst)] = (rank, index)
-    if not arcs:
+    arcs = pending_arcs(exp, trigger(exp), counted, discharged)
+    if arcs is None:
         return None
-    succs: dict = {}  # src -> [(dst, weight, edge index)] in arc order
-    for (src, dst), (rank, index) in arcs.items():
-        succs.setdefault(src, []).append((dst, 1 - rank[0], index))
-    score = scores(arcs, succs, k)
-    bad = sorted((s for s, n in score.items() if n >= k), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))
+    score = scores(exp, arcs, k)
+    bad = sorted(np.flatnonzero(score >= k).tolist(), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))
     if not bad:
         return None
-    best = None
+    succs, best = arcs.successors(), None
     for start in bad[:64]:
         walk = _witness(exp, succs, score, start, k)
         prefix = exp.path_to(start)
@@ -132,16 +168,21 @@ def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, 
                            best[1], best[2])
 
 
-def scores(arcs: dict, succs: dict, k: int) -> dict:
-    """Per state of the pending subgraph, the counted transitions a path from it can make, as far as a
-    comparison with ``k`` needs."""
-    return _reaches_counted(arcs) if k == 1 else _most_counted(arcs, succs)
+def scores(exp: Exploration, arcs: PendingArcs, k: int) -> np.ndarray:
+    """Per state, the counted transitions a path from it through the pending subgraph can make, as far as a
+    comparison with ``k`` needs (0 off the subgraph)."""
+    if k == 1:
+        return _reaches_counted(arcs, len(exp.states))
+    score = np.zeros(len(exp.states), dtype=float)
+    for node, value in _most_counted(list(zip(arcs.src.tolist(), arcs.dst.tolist())), arcs.successors()).items():
+        score[node] = value
+    return score
 
 
-def _most_counted(arcs: dict, succs: dict) -> dict:
-    """Per state of the pending subgraph, the most counted transitions a path from it can make (infinite
-    through a cycle with a counted one): longest paths over networkx's condensation DAG."""
-    sub = nx.DiGraph(list(arcs))
+def _most_counted(pairs, succs: dict) -> dict:
+    """Per state of the pending subgraph (its arcs' ``(src, dst)`` pairs), the most counted transitions a path
+    from it can make (infinite through a cycle with a counted one): longest paths over networkx's condensation."""
+    sub = nx.DiGraph(list(pairs))
     cond = nx.condensation(sub)
     members = cond.graph["mapping"]
     by_comp: dict[int, float] = {}
@@ -159,26 +200,23 @@ def _most_counted(arcs: dict, succs: dict) -> dict:
     return {node: by_comp[comp] for node, comp in members.items()}
 
 
-def _reaches_counted(arcs: dict) -> dict:
+def _reaches_counted(arcs: PendingArcs, nodes: int) -> np.ndarray:
     """``k`` = 1 (the default): a state scores 1 when a path in the pending subgraph reaches a counted
     transition, else 0 — what :func:`_most_counted` says when compared with 1 (``>= 1`` iff a counted arc
-    is reachable), found by one backward search instead of a condensation."""
-    preds: dict = {}
-    score: dict = {}
-    frontier = []
-    for (src, dst), (rank, _index) in arcs.items():
-        preds.setdefault(dst, []).append(src)
-        score.setdefault(src, 0)
-        score.setdefault(dst, 0)
-        if rank[0] == 0 and not score[src]:
-            score[src] = 1
-            frontier.append(src)
-    while frontier:
-        node = frontier.pop()
-        for src in preds.get(node, ()):
-            if not score[src]:
-                score[src] = 1
-                frontier.append(src)
+    is reachable), found by one breadth-first search over the reversed arcs from an extra node that points
+    at every source of a counted arc (SciPy's ``breadth_first_order``) instead of a condensation."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order
+
+    score = np.zeros(nodes, dtype=np.int64)
+    sources = np.unique(arcs.src[arcs.counted])
+    if not sources.size:
+        return score
+    rows = np.concatenate([arcs.dst, np.full(sources.size, nodes)])
+    cols = np.concatenate([arcs.src, sources])
+    reversed_arcs = csr_matrix((np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=(nodes + 1, nodes + 1))
+    reached = breadth_first_order(reversed_arcs, nodes, directed=True, return_predecessors=False)
+    score[reached[reached < nodes]] = 1
     return score
 
 
