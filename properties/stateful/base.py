@@ -19,7 +19,7 @@ from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
 from surfacecheck.trace import Step, Violation
 from surfacecheck.verify.lockstep import Lockstep
 
-from .selection import SwarmRules
+from .selection import OneDrawRules
 
 
 MEMORY_EVERY = 64
@@ -71,8 +71,8 @@ class LockstepMachine(RuleBasedStateMachine):
 
     context: RunContext
     level = "log"
-    rule_selection: type | None = SwarmRules
-    """How the next rule is drawn: :class:`SwarmRules` (one draw per choice, issue 19 part 2), or ``None`` for
+    rule_selection: type | None = OneDrawRules
+    """How the next rule is drawn: :class:`OneDrawRules` (one draw per choice, issue 19 part 2), or ``None`` for
     Hypothesis's own rule strategy."""
 
     def __init__(self) -> None:
