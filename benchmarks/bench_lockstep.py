@@ -13,7 +13,9 @@ cuts, measure and projection are compared with the model. Variants:
 And the lockstep inside ``verify`` (issue 4 part 2): level ``log``'s Hypothesis machine on the embedded runtime,
 the figure ``verify --json`` prints as ``steps_per_second``, as a ratio against the comparison path before
 (``run_level(fast=False)``: every answer normalised and walked, every oracle question asked again), the variant
-that loses. ``SURFACECHECK_BENCH_PROFILE`` picks the verify profile (default ``ci``).
+that loses; and (issue 19 part 2) against Hypothesis's own rule strategy (``verify-hypothesis-rules``: a rule
+index, a feature flag per rule looked at, retries) instead of one draw among the valid rules, which loses too.
+``SURFACECHECK_BENCH_PROFILE`` picks the verify profile (default ``ci``).
 
 Run ``python -m pytest benchmarks/bench_lockstep.py`` (pytest-benchmark; steps/s in ``extra_info``)
 or ``python benchmarks/bench_lockstep.py`` for a plain table.
@@ -28,6 +30,7 @@ import pytest
 
 from properties.monitors import lookup
 from properties.stateful import events as ev
+from properties.stateful.base import LockstepMachine
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step
 from surfacecheck.verify.lockstep import Lockstep
@@ -36,8 +39,10 @@ from surfacecheck.verify.runner import CI_SEED, monitors_for, run_level
 ROUNDS = 25
 VARIANTS = {"embedded": ("embedded", True), "model-only": ("model", False),
             "cmd-embedded": ("cmd:python -m surfacecheck.serve embedded", True)}
-VERIFY_VARIANTS = {"verify": True, "verify-old-path": False}
-"""The verify lockstep's comparison path: ``fast`` (the shortcut, the reused answers) or the old one (loses)."""
+VERIFY_VARIANTS = {"verify": (True, True), "verify-old-path": (False, True), "verify-hypothesis-rules": (True, False)}
+"""(``fast``, ``one_draw``): the verify lockstep's comparison path, the shortcut and the reused answers or the old
+one (loses); and the rule choice, one draw (:class:`~properties.stateful.selection.OneDrawRules`) or Hypothesis's
+own rule strategy (loses)."""
 VERIFY_PROFILE = os.environ.get("SURFACECHECK_BENCH_PROFILE", "ci")
 
 
@@ -114,12 +119,17 @@ def test_lockstep_throughput(benchmark, steps, variant):
     benchmark.extra_info.update(steps=len(steps), steps_per_second=round(len(steps) / seconds, 1))
 
 
-def run_verify(fast: bool, profile: str = VERIFY_PROFILE) -> tuple[int, float]:
-    """One level-``log`` verify run on the embedded runtime (seed ``CI_SEED``, unshrunk): (steps, seconds)."""
+def run_verify(fast: bool, one_draw: bool = True, profile: str = VERIFY_PROFILE) -> tuple[int, float]:
+    """One level-``log`` verify run on the embedded runtime (seed ``CI_SEED``, unshrunk): (steps, seconds).
+    ``one_draw=False``: Hypothesis's own rule strategy (its examples differ, so compare seconds per step)."""
     runtime, reference = open_runtime("embedded"), open_runtime("model")
+    saved = LockstepMachine.rule_selection
+    if not one_draw:
+        LockstepMachine.rule_selection = None
     try:
         result = run_level(runtime, reference, "log", profile, CI_SEED, shrink=False, fast=fast)
     finally:
+        LockstepMachine.rule_selection = saved
         runtime.close()
     assert result.status == "ok", result.to_json()
     return result.steps, result.seconds
@@ -128,26 +138,27 @@ def run_verify(fast: bool, profile: str = VERIFY_PROFILE) -> tuple[int, float]:
 @pytest.mark.parametrize("variant", sorted(VERIFY_VARIANTS))
 def test_verify_lockstep_throughput(benchmark, variant):
     done: list[tuple[int, float]] = []
-    benchmark.pedantic(lambda: done.append(run_verify(VERIFY_VARIANTS[variant])), rounds=2, iterations=1)
+    benchmark.pedantic(lambda: done.append(run_verify(*VERIFY_VARIANTS[variant])), rounds=2, iterations=1)
     steps, seconds = min(done, key=lambda run: run[1])
     benchmark.extra_info.update(profile=VERIFY_PROFILE, steps=steps, steps_per_second=round(steps / seconds, 1))
 
 
 def test_verify_lockstep_ratio(benchmark):
-    """The figure tracked: old path's seconds per step over the new one's, best of interleaved runs (a burst of
-    load on a shared machine hits both alike). Above 1 when the new path wins."""
+    """The figures tracked: each losing variant's seconds per step over the new path's, best of interleaved runs
+    (a burst of load on a shared machine hits all alike). Above 1 when the new path wins."""
     best = {name: float("inf") for name in VERIFY_VARIANTS}
 
-    def both() -> None:
-        for name, fast in VERIFY_VARIANTS.items():
-            steps, seconds = run_verify(fast)
+    def interleaved() -> None:
+        for name, variant in VERIFY_VARIANTS.items():
+            steps, seconds = run_verify(*variant)
             best[name] = min(best[name], seconds / steps)
 
-    benchmark.pedantic(both, rounds=2, iterations=1)
-    ratio = best["verify-old-path"] / best["verify"]
-    benchmark.extra_info.update(profile=VERIFY_PROFILE, ratio=round(ratio, 2),
+    benchmark.pedantic(interleaved, rounds=2, iterations=1)
+    ratios = {name: best[name] / best["verify"] for name in VERIFY_VARIANTS if name != "verify"}
+    benchmark.extra_info.update(profile=VERIFY_PROFILE, **{f"ratio_{name}": round(r, 2) for name, r in ratios.items()},
                                 **{f"{name}_steps_per_second": round(1 / spt, 1) for name, spt in best.items()})
-    assert ratio > 1.0, f"the old comparison path is not slower: ratio {ratio:.2f}"
+    for name, ratio in ratios.items():
+        assert ratio > 1.0, f"{name} is not slower: ratio {ratio:.2f}"
 
 
 def main() -> int:
@@ -162,12 +173,11 @@ def main() -> int:
     print(f"verify's lockstep at level log, profile {VERIFY_PROFILE} (best of 3, interleaved)")
     rate = {name: 0.0 for name in VERIFY_VARIANTS}
     for _ in range(3):
-        for name, fast in VERIFY_VARIANTS.items():
-            steps, seconds = run_verify(fast)
+        for name, variant in VERIFY_VARIANTS.items():
+            steps, seconds = run_verify(*variant)
             rate[name] = max(rate[name], steps / seconds)
     for name, per_second in rate.items():
-        print(f"  {name:<16} {per_second:8.0f} steps/s")
-    print(f"  ratio {rate['verify'] / rate['verify-old-path']:.2f}")
+        print(f"  {name:<24} {per_second:8.0f} steps/s  (ratio {rate['verify'] / per_second:.2f})")
     return 0
 
 

@@ -19,6 +19,8 @@ from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
 from surfacecheck.trace import Step, Violation
 from surfacecheck.verify.lockstep import Lockstep
 
+from .selection import OneDrawRules
+
 
 MEMORY_EVERY = 64
 """Steps between two looks at the resident set (``--max-memory``)."""
@@ -69,9 +71,14 @@ class LockstepMachine(RuleBasedStateMachine):
 
     context: RunContext
     level = "log"
+    rule_selection: type | None = OneDrawRules
+    """How the next rule is drawn: :class:`OneDrawRules` (one draw per choice, issue 19 part 2), or ``None`` for
+    Hypothesis's own rule strategy."""
 
     def __init__(self) -> None:
         super().__init__()
+        if self.rule_selection is not None:
+            self._rules_strategy = self.rule_selection(self)
         ctx = self.context
         if ctx.unavailable is not None:
             raise RuntimeGone(ctx.unavailable)

@@ -9,36 +9,21 @@ shadow price (spec 5.1).
 """
 from __future__ import annotations
 
-import random
-
 from hypothesis import strategies as st
 
 from model.runtime_context import CLEARED, CONTEXT_HEADER, RUNTIME_CONTEXT_SOURCE
 from model.summarizer import PREAMBLE
 
+from .words import WordTexts
+
 PROVIDER = "prov"
 MODELS = ("mod", "mod-b")
 OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
 
-WORDS = ("read", "the", "file", "tool", "result", "summary", "node", "cut", "price", "claim", "héllo", "日本", "🙂")
-
-
-def _words(count: int, seed: int) -> str:
-    """``count`` words of :data:`WORDS` (ASCII, Latin-1, CJK and an astral emoji: the estimator counts UTF-16
-    units, spec 4.1), picked by ``seed``."""
-    return " ".join(random.Random(seed).choices(WORDS, k=count))
-
-
-def word_texts(min_size: int, max_size: int):
-    """Texts of ``min_size``..``max_size`` words in two draws (a length, a seed) instead of two per word (a
-    list's continue flag and its element): a long text was up to 320 choices, and Hypothesis's cost per example
-    grows with its choices (the draws, the mutator's spans, the data tree). Shrinks to the fewest words, seed 0."""
-    return st.builds(_words, st.integers(min_size, max_size), st.integers(0, 2**32 - 1))
-
-
-texts = word_texts(1, 60)
-long_texts = word_texts(40, 160)
-any_texts = st.one_of(texts, long_texts)
+SHORT, LONG = (1, 60), (40, 160)
+texts = WordTexts(SHORT)
+long_texts = WordTexts(LONG)
+any_texts = WordTexts(SHORT, LONG)
 
 
 def user_message(text: str, ident: str, source: dict | None = None) -> dict:

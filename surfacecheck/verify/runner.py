@@ -28,6 +28,7 @@ from surfacecheck.runtime.api import LEVELS, Runtime, RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step, Violation
 from surfacecheck.verify.profiles import PROFILES, max_examples
+from surfacecheck.verify.stream import seed_only_stream
 
 CI_SEED = 20261130
 
@@ -99,7 +100,7 @@ def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: 
     result = LevelResult(level)
     began = time.perf_counter()
     try:
-        with shrink_budget(PROFILES[profile]["shrink_seconds"]), with_reporter(_to_stderr):
+        with shrink_budget(PROFILES[profile]["shrink_seconds"]), seed_only_stream(), with_reporter(_to_stderr):
             run_state_machine_as_test(machine, settings=hypothesis_settings(profile, level, shrink, examples))
     except RuntimeGone as gone:
         result.unavailable, result.stderr = f"{gone.cause.kind}: {gone.cause}", gone.cause.stderr
