@@ -124,9 +124,63 @@ def explore(world: World, *, symmetry: bool = True, reverse: bool = False, max_s
         return _explore(world, symmetry, reverse, max_states, on_level, memory, expand)
 
 
+def _stop_early(exp: Exploration, max_states: int | None, memory, next_look: int) -> tuple[bool, int]:
+    """Whether a bound on the states or the resident set is reached (the exploration is then marked
+    incomplete, and why), and when to look at the memory next."""
+    count = len(exp.states)
+    if max_states is not None and count >= max_states:
+        exp.complete = False
+        return True, next_look
+    if memory is not None and count >= next_look:
+        next_look = count + MEMORY_EVERY
+        try:
+            memory.check()
+        except MemoryLimitReached as reached:
+            exp.complete, exp.stopped = False, f"incomplete at {count} states: {reached}"
+            return True, next_look
+    return False, next_look
+
+
+def _levels(exp: Exploration, start: float, expand_state, max_states: int | None, memory, on_level,
+            before_level=None) -> Exploration:
+    """Breadth-first, level by level, from the initial state (index 0): ``expand_state(src, level, nxt)``
+    records the edges of one state and appends the states it finds first to ``nxt``; ``before_level``
+    sees each frontier first. Stops early at a bound on the states or the memory."""
+    frontier, level, next_look = [0], 0, 0
+    while frontier:
+        if before_level is not None:
+            before_level(frontier)
+        nxt: list = []
+        for src in frontier:
+            expand_state(src, level, nxt)
+            stop, next_look = _stop_early(exp, max_states, memory, next_look)
+            if stop:
+                nxt = []
+                break
+        frontier, level = nxt, level + 1
+        if on_level is not None:
+            on_level(level, len(exp.states), len(exp.edges))
+    exp.seconds = time.perf_counter() - start
+    return exp
+
+
+def _surface_checks(exp: Exploration):
+    """The state invariants (spec 3: they read the surface only), judged once per surface ``key``."""
+    found_for: dict = {}
+
+    def check(dst: int, key, surf: tuple, ret: int) -> None:
+        found = found_for.get(key)
+        if found is None:
+            found = found_for[key] = check_state(surf, ret)
+        if found:
+            exp.state_violations[dst] = found
+
+    return check
+
+
 def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level,
                     memory) -> Exploration:
-    """The search loop over packed cores (:mod:`.packed`): a state is its packed core and counters in one
+    """The search over packed cores (:mod:`.packed`): a state is its packed core and counters in one
     integer, and a move adds a constant to it. Only a state seen for the first time is unpacked into a
     tuple (its representative). The same states, edges and order as :func:`_explore`."""
     exp = Exploration(world, symmetry)
@@ -141,61 +195,39 @@ def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int
     ids = {packed[0] if symmetry else (packed[0], 0, 0, 0): 0}
     states.append(initial)
     depth.append(0)
-    surfaces, unpack, groups, get = packer.surfs, packer.unpack, packer.groups, ids.get
-    surface_checks: dict = {}  # surface -> the state invariants' findings (spec 3: they read the surface only)
-    frontier, level, next_look = [0], 0, 0
-    while frontier:
-        nxt = []
-        for src in frontier:
-            events, calls, comps, seq, turn, gen = states[src][EVENTS:]
-            room_e, room_c, room_k = max_events - events, max_calls - calls, max_comps - comps
-            room_s = None if max_seq is None else max_seq - seq
-            core, here = cores[src], packed[src]
-            lists = groups(core)
-            for moves in (reversed(lists) if reverse else lists):
-                for action, dcore, dstate, de, dc, dk, ds, dt, dg, edge in (reversed(moves) if reverse else moves):
-                    if de > room_e or dc > room_c or dk > room_k or (room_s is not None and ds > room_s):
-                        continue
-                    key = here + dstate if symmetry else (here + dstate, seq + ds, turn + dt, gen + dg)
-                    dst = get(key)
-                    if dst is None:
-                        dst = ids[key] = len(states)
-                        succ = core + dcore
-                        fields = unpack(succ)
-                        states.append(fields + (events + de, calls + dc, comps + dk, seq + ds, turn + dt, gen + dg))
-                        cores.append(succ)
-                        packed.append(here + dstate)
-                        depth.append(level + 1)
-                        nxt.append(dst)
-                        sid = succ // S_SURF
-                        found = surface_checks.get(sid)
-                        if found is None:
-                            found = surface_checks[sid] = check_state(surfaces[sid], fields[RET])
-                        if found:
-                            exp.state_violations[dst] = found
-                    edges.append((src, dst, action, edge))
-            if max_states is not None and len(states) >= max_states:
-                exp.complete = False
-                nxt = []
-                break
-            if memory is not None and len(states) >= next_look:
-                next_look = len(states) + MEMORY_EVERY
-                try:
-                    memory.check()
-                except MemoryLimitReached as reached:
-                    exp.complete, exp.stopped = False, f"incomplete at {len(states)} states: {reached}"
-                    nxt = []
-                    break
-        frontier, level = nxt, level + 1
-        if on_level is not None:
-            on_level(level, len(states), len(edges))
-    exp.seconds = time.perf_counter() - start
-    return exp
+    surfaces, unpack, groups, get, check = packer.surfs, packer.unpack, packer.groups, ids.get, _surface_checks(exp)
+
+    def expand_state(src: int, level: int, nxt: list) -> None:
+        events, calls, comps, seq, turn, gen = states[src][EVENTS:]
+        room_e, room_c, room_k = max_events - events, max_calls - calls, max_comps - comps
+        room_s = None if max_seq is None else max_seq - seq
+        core, here = cores[src], packed[src]
+        lists = groups(core)
+        for moves in (reversed(lists) if reverse else lists):
+            for action, dcore, dstate, de, dc, dk, ds, dt, dg, edge in (reversed(moves) if reverse else moves):
+                if de > room_e or dc > room_c or dk > room_k or (room_s is not None and ds > room_s):
+                    continue
+                key = here + dstate if symmetry else (here + dstate, seq + ds, turn + dt, gen + dg)
+                dst = get(key)
+                if dst is None:
+                    dst = ids[key] = len(states)
+                    succ = core + dcore
+                    fields = unpack(succ)
+                    states.append(fields + (events + de, calls + dc, comps + dk, seq + ds, turn + dt, gen + dg))
+                    cores.append(succ)
+                    packed.append(here + dstate)
+                    depth.append(level + 1)
+                    nxt.append(dst)
+                    sid = succ // S_SURF
+                    check(dst, sid, surfaces[sid], fields[RET])
+                edges.append((src, dst, action, edge))
+
+    return _levels(exp, start, expand_state, max_states, memory, on_level)
 
 
 def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level, memory,
              expand=None) -> Exploration:
-    """The search loop over compact states. A state's identity is one integer: its core's number
+    """The search over compact states. A state's identity is one integer: its core's number
     (:meth:`World.core_id`, hashed once per core) packed with the three bounded counters — the VIEW
     (:mod:`.canonical`) — or, without the reduction, that integer with the log length, turn and
     generation. Only a state seen for the first time is built as a tuple (its representative)."""
@@ -213,49 +245,27 @@ def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None
     ids = {first if symmetry else (first, 0, 0, 0): 0}
     states.append(initial)
     depth.append(0)
-    surface_checks: dict = {}  # surface -> the state invariants' findings (spec 3: they read the surface only)
-    frontier, level, next_look = [0], 0, 0
-    while frontier:
-        if expand is not None:
-            expand([cores[src] for src in frontier])
-        nxt = []
-        for src in frontier:
-            events, calls, comps, seq, turn, gen = states[src][EVENTS:]
-            moves = world.compact_moves(cores[src])
-            for action, core, de, dc, dk, ds, dt, dg, edge in (reversed(moves) if reverse else moves):
-                e, c, k = events + de, calls + dc, comps + dk
-                if e > b.events or c > b.tool_pairs or k > b.compactions or (max_seq is not None and seq + ds > max_seq):
-                    continue
-                packed = core * per_core + (e * span_calls + c) * span_comps + k
-                dst = ids.get(packed if symmetry else (packed, seq + ds, turn + dt, gen + dg))
-                if dst is None:
-                    dst = len(states)
-                    ids[packed if symmetry else (packed, seq + ds, turn + dt, gen + dg)] = dst
-                    states.append(world.cores[core] + (e, c, k, seq + ds, turn + dt, gen + dg))
-                    cores.append(core)
-                    depth.append(level + 1)
-                    nxt.append(dst)
-                    surf = world.cores[core][SURF]
-                    found = surface_checks.get(surf)
-                    if found is None:
-                        found = surface_checks[surf] = check_state(surf, world.cores[core][RET])
-                    if found:
-                        exp.state_violations[dst] = found
-                edges.append((src, dst, action, edge))
-            if max_states is not None and len(states) >= max_states:
-                exp.complete = False
-                nxt = []
-                break
-            if memory is not None and len(states) >= next_look:
-                next_look = len(states) + MEMORY_EVERY
-                try:
-                    memory.check()
-                except MemoryLimitReached as reached:
-                    exp.complete, exp.stopped = False, f"incomplete at {len(states)} states: {reached}"
-                    nxt = []
-                    break
-        frontier, level = nxt, level + 1
-        if on_level is not None:
-            on_level(level, len(states), len(edges))
-    exp.seconds = time.perf_counter() - start
-    return exp
+    check = _surface_checks(exp)
+
+    def expand_state(src: int, level: int, nxt: list) -> None:
+        events, calls, comps, seq, turn, gen = states[src][EVENTS:]
+        moves = world.compact_moves(cores[src])
+        for action, core, de, dc, dk, ds, dt, dg, edge in (reversed(moves) if reverse else moves):
+            e, c, k = events + de, calls + dc, comps + dk
+            if e > b.events or c > b.tool_pairs or k > b.compactions or (max_seq is not None and seq + ds > max_seq):
+                continue
+            packed = core * per_core + (e * span_calls + c) * span_comps + k
+            dst = ids.get(packed if symmetry else (packed, seq + ds, turn + dt, gen + dg))
+            if dst is None:
+                dst = len(states)
+                ids[packed if symmetry else (packed, seq + ds, turn + dt, gen + dg)] = dst
+                states.append(world.cores[core] + (e, c, k, seq + ds, turn + dt, gen + dg))
+                cores.append(core)
+                depth.append(level + 1)
+                nxt.append(dst)
+                surf = world.cores[core][SURF]
+                check(dst, surf, surf, world.cores[core][RET])
+            edges.append((src, dst, action, edge))
+
+    before = None if expand is None else (lambda frontier: expand([cores[src] for src in frontier]))
+    return _levels(exp, start, expand_state, max_states, memory, on_level, before)
