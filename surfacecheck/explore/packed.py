@@ -31,7 +31,8 @@ core tuple hashed per move). ``tests/test_explore_packed.py`` compares the graph
 """
 from __future__ import annotations
 
-from .world import _CONTEXT_MOVES, _PROMPT_MOVES, _RESULT_MOVES, World
+from .shape import rebase_plan
+from .world import _CONTEXT_MOVES, _PROMPT_MOVES, _RESULT_MOVES, Edge, World, _comps
 
 PHASES = ("I", "P", "S", "T")
 PENDS = ("", "U", "V", 1, 2)
@@ -66,6 +67,7 @@ class Packer:
         self._fields: dict = {}  # the core but its surface -> its fields
         self._recipes: dict = {}  # the same -> its groups (:meth:`_recipe`)
         self._tables: dict = {}  # a group's key but the surface -> {surface number: relative moves}
+        self._templates: dict = {}  # a shape group (World.group_key) -> its moves' template (:meth:`_template`)
         self._ctx = [self._relative_ctx(ctx) for ctx in CONTEXTS]
 
     # -- packing ------------------------------------------------------------------------------------
@@ -166,6 +168,10 @@ class Packer:
             for code, action, edge in _PROMPT_MOVES:
                 moves.append((action, ("P", code, surf, ret, ctx, 0, seen, routed), 1, 0, 0, 1, 1, 0, edge))
         elif name == "manual":
+            found = self._templated("manual", sid, surf, ret, routed)
+            if found is not None:
+                table[sid] = found
+                return found
             world._effect_moves(moves, "manual", world.outcomes, phase, pend, surf, ret, ctx, retries, seen, routed,
                                 False)
         elif name == "reload":
@@ -181,6 +187,48 @@ class Packer:
                                        retries, seen, routed), 1, 0, 0, 3 if last else 2, 0, 0, edge))
         found = table[sid] = self._relative(core, moves)
         return found
+
+    def _templated(self, op: str, sid: int, surf: tuple, ret: int, routed: bool) -> list | None:
+        """``/compact``'s relative moves from its shape group's template (spec 11; :mod:`.shape`): per outcome
+        the group's action, deltas and edge, and the successor surface the group's effect rebased onto this one
+        — the same moves the world makes (its ``_made``: the retained index follows its node, spec 12; one move
+        per distinct successor, deltas and kind), without an effect, an edge or a core tuple per surface.
+        None where the group's runs found a violation (those are re-run on each real surface) or runs are
+        not shared (``--exact``): the world makes those moves."""
+        world = self.world
+        if not world.shared:
+            return None
+        key = world.group_key(op, "I", surf, routed, 0, world.outcomes)
+        template = self._templates.get(key)
+        if template is None:
+            if key not in world._groups:
+                world._effects(op, "I", surf, routed, 0, world.outcomes)  # runs the model: the group's effects
+            template = self._templates[key] = self._template(op, world._groups[key])
+        if not template:
+            return None
+        moves, made = [], set()
+        for action, plan, eff_surf, eff_ret, same_sid, deltas, kind, edge in template:
+            new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf))
+            new_ret = ret if ret < 0 else eff_ret[ret]
+            if (new_sid, new_ret, deltas, kind) not in made:
+                made.add((new_sid, new_ret, deltas, kind))
+                moves.append(self._move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET, *deltas, edge))
+        return moves
+
+    def _template(self, op: str, group: list) -> list:
+        """Per outcome of a shape group: the action, the rebase plan (None: no node survives, so every surface
+        of the group gets the run's own surface), the run's surface and index map, deltas, kind and edge;
+        empty when a run found a violation."""
+        template = []
+        for outcome, eff in group:
+            if eff.violations:
+                return []
+            plan = rebase_plan(eff.ret, len(eff.surf))
+            template.append((f"{op}:{outcome}" if outcome else op, plan, eff.surf, eff.ret,
+                             self.surf_id(eff.surf) if plan is None else None,
+                             (0, 0, _comps(eff), eff.events, 0, eff.gen), (eff.violations, eff.failure, eff.kind),
+                             Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label)))
+        return template
 
     def _relative(self, core: int, moves: list) -> list:
         """``(action, Δcore, Δstate, Δevents, Δcalls, Δcompactions, Δseq, Δturn, Δgeneration, edge)``: Δstate

@@ -162,7 +162,7 @@ _DIGITS = re.compile(r"\d+")
 
 def rebase(eff: oracle.Effect, surf: tuple) -> oracle.Effect:
     """The run's effect moved onto ``surf`` (same shape): a node that survived keeps its code."""
-    plan = _rebase_plan(eff.ret, len(eff.surf))
+    plan = rebase_plan(eff.ret, len(eff.surf))
     if plan is None:
         return eff
     new_surf = plan(surf + eff.surf)
@@ -172,7 +172,7 @@ def rebase(eff: oracle.Effect, surf: tuple) -> oracle.Effect:
 
 
 @lru_cache(maxsize=1 << 16)
-def _rebase_plan(moved: tuple, length: int):
+def rebase_plan(moved: tuple, length: int):
     """Where each node of the new surface comes from, as one ``itemgetter`` over ``surf + eff.surf``: a
     survivor from its old index, a new node from the run's surface; None when no node survived."""
     take = [len(moved) + j for j in range(length)]

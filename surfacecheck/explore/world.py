@@ -222,9 +222,7 @@ class World:
         so a new surface of a known shape costs one lookup and a positional rebase per outcome."""
         shared = self.shared and op in SHARED_OPS and not self.check_oracle
         if shared:
-            group_key = (op, phase, len(surf) if op == "reload" else
-                         signature(surf, self._retain if op == "pressure" else 0), routed,
-                         retries if op == "overflow" else 0, outcomes)
+            group_key = self.group_key(op, phase, surf, routed, retries, outcomes)
             group = self._groups.get(group_key)
             if group is not None:
                 return [(outcome, self._exact(op, phase, surf, routed, retries, outcome) if eff.violations
@@ -238,6 +236,12 @@ class World:
         if shared:
             self._groups[group_key] = out
         return out
+
+    def group_key(self, op, phase, surf, routed, retries, outcomes) -> tuple:
+        """The shape group of ``op``'s shared runs that ``surf`` belongs to (:mod:`.shape`): its effects are
+        the group's, rebased."""
+        return (op, phase, len(surf) if op == "reload" else signature(surf, self._retain if op == "pressure" else 0),
+                routed, retries if op == "overflow" else 0, outcomes)
 
     def _effect_moves(self, moves, op, outcomes, phase, pend, surf, ret, ctx, retries, seen, routed, memo=True):
         """An op's moves from a core (``memo``: keep them per surface and retained index, for the cores that
