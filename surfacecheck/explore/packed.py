@@ -31,6 +31,7 @@ core tuple hashed per move). ``tests/test_explore_packed.py`` compares the graph
 """
 from __future__ import annotations
 
+from . import oracle
 from .shape import rebase_plan
 from .world import _CONTEXT_MOVES, _PROMPT_MOVES, _RESULT_MOVES, Edge, World, _comps
 
@@ -177,8 +178,16 @@ class Packer:
         elif name == "reload":
             world._effect_moves(moves, "reload", ("",), phase, pend, surf, ret, ctx, retries, seen, routed, False)
         elif name == "step":
+            found = self._step_templated(sid, surf, pend, ret, ctx, retries, routed) if routed else None
+            if found is not None:
+                table[sid] = found
+                return found
             world._step_moves(moves, pend, surf, ret, ctx, retries, seen, routed)
         elif name == "request":
+            found = self._overflow_templated(sid, surf, ret, retries, seen, routed)
+            if found is not None:
+                table[sid] = found
+                return found
             world._request_moves(moves, surf, ret, ctx, retries, seen, routed)
         else:  # result
             last = pend == 1
@@ -195,15 +204,12 @@ class Packer:
         per distinct successor, deltas and kind), without an effect, an edge or a core tuple per surface.
         None where the group's runs found a violation (those are re-run on each real surface) or runs are
         not shared (``--exact``): the world makes those moves."""
-        world = self.world
-        if not world.shared:
+        key = self._group_of(op, "I", surf, routed, 0)
+        if key is None:
             return None
-        key = world.group_key(op, "I", surf, routed, 0, world.outcomes)
         template = self._templates.get(key)
         if template is None:
-            if key not in world._groups:
-                world._effects(op, "I", surf, routed, 0, world.outcomes)  # runs the model: the group's effects
-            template = self._templates[key] = self._template(op, world._groups[key])
+            template = self._templates[key] = self._template(op, self.world._groups[key])
         if not template:
             return None
         moves, made = [], set()
@@ -214,6 +220,101 @@ class Packer:
                 made.add((new_sid, new_ret, deltas, kind))
                 moves.append(self._move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET, *deltas, edge))
         return moves
+
+    def _group_of(self, op: str, phase: str, surf: tuple, routed: bool, retries: int) -> tuple | None:
+        """The key of the shape group ``surf`` belongs to for ``op``, its effects run if it has none yet;
+        None when runs are not shared (``--exact``)."""
+        world = self.world
+        if not world.shared:
+            return None
+        key = world.group_key(op, phase, surf, routed, retries, world.outcomes)
+        if key not in world._groups:
+            world._effects(op, phase, surf, routed, retries, world.outcomes)  # runs the model: the group's effects
+        return key
+
+    def _step_templated(self, sid: int, surf: tuple, pend, ret: int, ctx: str, retries: int, routed: bool):
+        """The pre-step's relative moves (spec 13 steps 4-7, as ``World._step_moves``: the candidate first, the
+        pressure listener's effect rebased, then the claimed prompt and the snapshot entered, one move per
+        distinct successor, deltas and kind) from a template per shape group, queued prompt and candidate."""
+        group = self._group_of("pressure", "P", surf, routed, retries)
+        if group is None:
+            return None
+        cand = self.world._candidate(ret, surf, ctx)
+        key = (group, pend, cand)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = self._step_template(self.world._groups[group], pend, cand)
+        if not template:
+            return None
+        moves, made = [], set()
+        shift = _PHASE["S"] - _PHASE["P"] - _PEND[pend] * S_PEND  # phase P -> S, the queue emptied
+        for action, plan, eff_surf, eff_ret, entered, last, same_sid, deltas, kind, edge in template:
+            new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf) + entered)
+            new_ret = last if cand else ret if ret < 0 else eff_ret[ret]
+            if (new_sid, new_ret, deltas, kind) not in made:
+                made.add((new_sid, new_ret, deltas, kind))
+                moves.append(self._move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + shift, *deltas,
+                                        edge))
+        return moves
+
+    def _overflow_templated(self, sid: int, surf: tuple, ret: int, retries: int, seen: bool, routed: bool):
+        """A request at or over the window (spec 10, as ``World._request_moves``): the overflow listener's
+        effect rebased, a same-step retry (phase S, its retry count) or the turn ended (phase I), routed from
+        then on; one move per distinct successor, deltas and kind. None under the window (a reply lands:
+        the world makes those moves) and where the group's runs found a violation."""
+        if oracle.total(surf) < self.world.settings.context_window:
+            return None
+        group = self._group_of("overflow", "S", surf, True, retries)
+        if group is None:
+            return None
+        key = (group, routed)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = self._overflow_template(self.world._groups[group], routed)
+        if not template:
+            return None
+        moves, made = [], set()
+        shift = retries * S_RETRIES + seen * S_SEEN + routed * S_ROUTED  # what the successor's fields replace
+        for action, plan, eff_surf, eff_ret, same_sid, fields, deltas, kind, edge in template:
+            new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf))
+            new_ret = ret if ret < 0 else eff_ret[ret]
+            if (new_sid, new_ret, fields, deltas, kind) not in made:
+                made.add((new_sid, new_ret, fields, deltas, kind))
+                moves.append(self._move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + fields - shift,
+                                        *deltas, edge))
+        return moves
+
+    def _overflow_template(self, group: list, routed: bool) -> list:
+        template, route = [], 0 if routed else 2
+        for outcome, eff in group:
+            if eff.violations:
+                return []
+            retry = eff.kind == "retry"
+            plan = rebase_plan(eff.ret, len(eff.surf))
+            fields = ((_PHASE["S"] if retry else _PHASE["I"]) - _PHASE["S"]  # phase, retries, seen, routed after
+                      + (eff.retries if retry else 0) * S_RETRIES + eff.seen * S_SEEN + S_ROUTED)
+            template.append((f"overflow:{outcome}", plan, eff.surf, eff.ret,
+                             self.surf_id(eff.surf) if plan is None else None, fields,
+                             (0, 0, _comps(eff), route + 1 + eff.events + (0 if retry else 3), 0, eff.gen),
+                             (eff.violations, eff.failure, eff.kind),
+                             Edge("overflow", eff.failure, eff.kind, not retry, eff.violations,
+                                  f"request overflowed; {eff.label}")))
+        return template
+
+    def _step_template(self, group: list, pend, cand) -> list:
+        template = []
+        entered = ((pend,) if pend else ()) + ((cand,) if cand else ())  # D9: snapshot last
+        for outcome, eff in group:
+            if eff.violations:
+                return []
+            plan = rebase_plan(eff.ret, len(eff.surf))
+            label = f"pre-step {eff.label}; step/start" + (f"; entered {' '.join(entered)}" if entered else "")
+            template.append((f"step:{outcome}", plan, eff.surf, eff.ret, entered, len(eff.surf) + len(entered) - 1,
+                             self.surf_id(eff.surf + entered) if plan is None else None,
+                             (0, 0, _comps(eff), eff.events + 1 + len(entered), 0, eff.gen),
+                             (eff.violations, eff.failure, eff.kind),
+                             Edge("step", eff.failure, eff.kind, False, eff.violations, label)))
+        return template
 
     def _template(self, op: str, group: list) -> list:
         """Per outcome of a shape group: the action, the rebase plan (None: no node survives, so every surface
