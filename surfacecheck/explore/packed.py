@@ -69,6 +69,7 @@ class Packer:
         self._recipes: dict = {}  # the same -> its groups (:meth:`_recipe`)
         self._tables: dict = {}  # a group's key but the surface -> {surface number: relative moves}
         self._templates: dict = {}  # a shape group (World.group_key) -> its moves' template (:meth:`_template`)
+        self._snapshots: dict = {}  # surface number -> the index of its newest snapshot (None: none)
         self._ctx = [self._relative_ctx(ctx) for ctx in CONTEXTS]
 
     # -- packing ------------------------------------------------------------------------------------
@@ -176,6 +177,10 @@ class Packer:
             world._effect_moves(moves, "manual", world.outcomes, phase, pend, surf, ret, ctx, retries, seen, routed,
                                 False)
         elif name == "reload":
+            found = self._reload_templated(sid, surf, ret, retries, seen, routed)
+            if found is not None:
+                table[sid] = found
+                return found
             world._effect_moves(moves, "reload", ("",), phase, pend, surf, ret, ctx, retries, seen, routed, False)
         elif name == "step":
             found = self._step_templated(sid, surf, pend, ret, ctx, retries, routed) if routed else None
@@ -213,7 +218,7 @@ class Packer:
         if not template:
             return None
         moves, made = [], set()
-        for action, plan, eff_surf, eff_ret, same_sid, deltas, kind, edge in template:
+        for action, plan, eff_surf, eff_ret, same_sid, deltas, kind, edge, _reset in template:
             new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf))
             new_ret = ret if ret < 0 else eff_ret[ret]
             if (new_sid, new_ret, deltas, kind) not in made:
@@ -221,15 +226,17 @@ class Packer:
                 moves.append(self._move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET, *deltas, edge))
         return moves
 
-    def _group_of(self, op: str, phase: str, surf: tuple, routed: bool, retries: int) -> tuple | None:
+    def _group_of(self, op: str, phase: str, surf: tuple, routed: bool, retries: int,
+                  outcomes: tuple | None = None) -> tuple | None:
         """The key of the shape group ``surf`` belongs to for ``op``, its effects run if it has none yet;
         None when runs are not shared (``--exact``)."""
         world = self.world
         if not world.shared:
             return None
-        key = world.group_key(op, phase, surf, routed, retries, world.outcomes)
+        outcomes = world.outcomes if outcomes is None else outcomes
+        key = world.group_key(op, phase, surf, routed, retries, outcomes)
         if key not in world._groups:
-            world._effects(op, phase, surf, routed, retries, world.outcomes)  # runs the model: the group's effects
+            world._effects(op, phase, surf, routed, retries, outcomes)  # runs the model: the group's effects
         return key
 
     def _step_templated(self, sid: int, surf: tuple, pend, ret: int, ctx: str, retries: int, routed: bool):
@@ -256,6 +263,36 @@ class Packer:
                 moves.append(self._move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + shift, *deltas,
                                         edge))
         return moves
+
+    def _reload_templated(self, sid: int, surf: tuple, ret: int, retries: int, seen: bool, routed: bool):
+        """Crash and reopen (spec 1.5, as the world's ``_made`` for reload): the surface re-derived, the retained
+        snapshot found again by the constructor scan (the newest visible snapshot, else NONE once one existed,
+        else NEVER; spec 12), the overflow bookkeeping reset; no move when nothing changes."""
+        group = self._group_of("reload", "I", surf, routed, 0, ("",))
+        if group is None:
+            return None
+        template = self._templates.get(group)
+        if template is None:
+            template = self._templates[group] = self._template("reload", self.world._groups[group])
+        if not template:
+            return None
+        moves = []
+        for action, plan, eff_surf, _eff_ret, same_sid, deltas, _kind, edge, reset in template:
+            new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf))
+            newest = self._newest_snapshot(new_sid)
+            new_ret = newest if newest is not None else -2 if ret == -2 else -1
+            if deltas[3] == 0 and new_sid == sid and new_ret == ret:
+                continue
+            moves.append(self._move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + reset
+                                    - retries * S_RETRIES - seen * S_SEEN, *deltas, edge))
+        return moves
+
+    def _newest_snapshot(self, sid: int) -> int | None:
+        found = self._snapshots.get(sid, False)
+        if found is False:
+            visible = [i for i, code in enumerate(self.surfs[sid]) if code[0] == "c"]
+            found = self._snapshots[sid] = visible[-1] if visible else None
+        return found
 
     def _overflow_templated(self, sid: int, surf: tuple, ret: int, retries: int, seen: bool, routed: bool):
         """A request at or over the window (spec 10, as ``World._request_moves``): the overflow listener's
@@ -328,7 +365,8 @@ class Packer:
             template.append((f"{op}:{outcome}" if outcome else op, plan, eff.surf, eff.ret,
                              self.surf_id(eff.surf) if plan is None else None,
                              (0, 0, _comps(eff), eff.events, 0, eff.gen), (eff.violations, eff.failure, eff.kind),
-                             Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label)))
+                             Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label),
+                             eff.retries * S_RETRIES + eff.seen * S_SEEN))  # a reload's overflow bookkeeping
         return template
 
     def _relative(self, core: int, moves: list) -> list:
