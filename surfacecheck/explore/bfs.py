@@ -10,6 +10,7 @@ not depend on the order in which actions were tried.
 from __future__ import annotations
 
 import gc
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -195,31 +196,33 @@ def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int
     ids = {packed[0] if symmetry else (packed[0], 0, 0, 0): 0}
     states.append(initial)
     depth.append(0)
-    surfaces, unpack, groups, get, check = packer.surfs, packer.unpack, packer.groups, ids.get, _surface_checks(exp)
+    surfaces, groups, get, check = packer.surfs, packer.groups, ids.get, _surface_checks(exp)
+    fields_of, decode = packer.fields.get, packer.decode
 
     def expand_state(src: int, level: int, nxt: list) -> None:
         events, calls, comps, seq, turn, gen = states[src][EVENTS:]
         room_e, room_c, room_k = max_events - events, max_calls - calls, max_comps - comps
-        room_s = None if max_seq is None else max_seq - seq
+        room_s = sys.maxsize if max_seq is None else max_seq - seq
         core, here = cores[src], packed[src]
         lists = groups(core)
         for moves in (reversed(lists) if reverse else lists):
             for action, dcore, dstate, de, dc, dk, ds, dt, dg, edge in (reversed(moves) if reverse else moves):
-                if de > room_e or dc > room_c or dk > room_k or (room_s is not None and ds > room_s):
+                if de > room_e or dc > room_c or dk > room_k or ds > room_s:
                     continue
                 key = here + dstate if symmetry else (here + dstate, seq + ds, turn + dt, gen + dg)
                 dst = get(key)
                 if dst is None:
                     dst = ids[key] = len(states)
                     succ = core + dcore
-                    fields = unpack(succ)
-                    states.append(fields + (events + de, calls + dc, comps + dk, seq + ds, turn + dt, gen + dg))
+                    sid, rest = divmod(succ, S_SURF)
+                    f = fields_of(rest) or decode(rest)  # (phase, pend, ret, ctx, retries, seen, routed)
+                    states.append((f[0], f[1], surfaces[sid], f[2], f[3], f[4], f[5], f[6],
+                                   events + de, calls + dc, comps + dk, seq + ds, turn + dt, gen + dg))
                     cores.append(succ)
                     packed.append(here + dstate)
                     depth.append(level + 1)
                     nxt.append(dst)
-                    sid = succ // S_SURF
-                    check(dst, sid, surfaces[sid], fields[RET])
+                    check(dst, sid, surfaces[sid], f[2])
                 edges.append((src, dst, action, edge))
 
     return _levels(exp, start, expand_state, max_states, memory, on_level)

@@ -65,7 +65,7 @@ class Packer:
         self._surf_ids: dict[tuple, int] = {}
         self._big: list[bool] = []  # whether the surface holds a big tool result (the pruner has work)
         self._groups: dict = {}
-        self._fields: dict = {}  # the core but its surface -> its fields
+        self.fields: dict = {}  # the core but its surface -> its fields
         self._recipes: dict = {}  # the same -> its groups (:meth:`_recipe`)
         self._tables: dict = {}  # a group's key but the surface -> {surface number: relative moves}
         self._templates: dict = {}  # a shape group (World.group_key) -> its moves' template (:meth:`_template`)
@@ -91,10 +91,10 @@ class Packer:
 
     def unpack(self, core: int) -> tuple:
         sid, rest = divmod(core, S_SURF)
-        f = self._fields.get(rest) or self._decode(rest)
+        f = self.fields.get(rest) or self.decode(rest)
         return (f[0], f[1], self.surfs[sid], f[2], f[3], f[4], f[5], f[6])
 
-    def _decode(self, packed: int) -> tuple:
+    def decode(self, packed: int) -> tuple:
         """The fields of a core but its surface: (phase, pend, ret, ctx, retries, seen, routed)."""
         rest, phase = divmod(packed, S_PEND)
         rest, pend = divmod(rest, len(PENDS))
@@ -102,7 +102,7 @@ class Packer:
         rest, retries = divmod(rest, RETRIES_RADIX)
         rest, seen = divmod(rest, 2)
         ret, routed = divmod(rest, 2)
-        found = self._fields[packed] = (PHASES[phase], PENDS[pend], ret - 2, CONTEXTS[ctx], retries, bool(seen),
+        found = self.fields[packed] = (PHASES[phase], PENDS[pend], ret - 2, CONTEXTS[ctx], retries, bool(seen),
                                       bool(routed))
         return found
 
@@ -125,7 +125,7 @@ class Packer:
     def _recipe(self, rest: int) -> tuple:
         """Per the fields but the surface: the groups in move order, each a constant list (it reads no
         surface) or the table of its key (surface -> moves), for a surface without and with a big result."""
-        phase, pend, ret, ctx, retries, seen, routed = self._fields.get(rest) or self._decode(rest)
+        phase, pend, ret, ctx, retries, seen, routed = self.fields.get(rest) or self.decode(rest)
         table = self._table
         context = self._ctx[_CTX[ctx]]
         if phase == "I":
