@@ -10,6 +10,8 @@ import gc
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from surfacecheck.explore import oracle, shape
 from surfacecheck.explore.bfs import explore
@@ -131,3 +133,14 @@ def test_cli_oracle_and_exact(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["explore", "--oracle", "--exact"])
     assert exited.value.code == 2
+
+
+@given(st.lists(st.sampled_from(("U", "V", "A", "T1", "T2", "R", "S", "p", "K", "KB", "cX", "c0", "N")), max_size=14),
+       st.integers(0, 3000))
+def test_the_shape_retention_walk_is_the_models(codes, retain):
+    """shape.retained_from walks spec 7 step 3 in one loop; it must be the model's retention_index of the
+    pruned prices for every surface and budget."""
+    from model.region import retention_index
+
+    surf = tuple(codes)
+    assert shape.retained_from(surf, retain) == retention_index(tuple(shape._pruned_price(c) for c in surf), retain)

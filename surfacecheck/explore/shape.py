@@ -42,7 +42,6 @@ from functools import lru_cache
 from operator import itemgetter
 
 from model.config import resolve_compact_spec, resolve_target_policy
-from model.region import retention_index
 
 from . import concrete as C
 from . import oracle
@@ -75,7 +74,7 @@ def split(surf: tuple, retain: int) -> int:
     """``m``: the length of the prefix every selected range covers (see the module docstring)."""
     if not surf:
         return 0
-    keep = retention_index(tuple(_pruned_price(code) for code in surf), retain)
+    keep = retained_from(surf, retain)
     depth = 0
     balanced = [True]  # balanced[k]: no tool call open before surface position k (spec 3)
     for code in surf[:keep]:
@@ -83,6 +82,19 @@ def split(surf: tuple, retain: int) -> int:
         balanced.append(depth == 0)
     while keep > 0 and not balanced[keep]:
         keep -= 1
+    return keep
+
+
+def retained_from(surf: tuple, retain: int) -> int:
+    """``retention_index`` (spec 7 step 3) of the surface's prices with every big result pruned, walked here
+    in one loop rather than through the model's :class:`model.walk.Walk` records: from the tail, each node
+    priced is kept, until the suffix reaches the budget (a test pins it to the model's function)."""
+    accumulated, keep = 0, len(surf)
+    for index in range(len(surf) - 1, -1, -1):
+        accumulated += _pruned_price(surf[index])
+        keep = index
+        if accumulated >= retain:
+            break
     return keep
 
 
