@@ -95,3 +95,16 @@ def test_the_search_loop_is_the_packed_one_unless_workers_or_the_oracle():
     checked = World(Bounds(3, 1, 1), check_oracle=True)
     bfs.explore(checked)
     assert checked.cores and checked.oracle_checks > 0
+
+
+@pytest.mark.parametrize("variant, bounds", [(CORRECT, Bounds(5, 2, 1)), (VARIANTS["unbalanced-cut"], Bounds(4, 2, 1))])
+def test_every_state_is_checked_once_found(variant, bounds):
+    """The state invariants hold in a state iff it has no recorded violation: the packed search checks each
+    surface when a state first reaches it, whenever the surface was numbered."""
+    from surfacecheck.explore.safety import check_state
+    from surfacecheck.explore.world import RET, SURF
+
+    exp = bfs.explore(World(bounds, variant=variant))
+    expected = {i: found for i, state in enumerate(exp.states) if (found := check_state(state[SURF], state[RET]))}
+    assert exp.state_violations == expected
+    assert bool(expected) == (variant is not CORRECT)

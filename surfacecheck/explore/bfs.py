@@ -169,10 +169,15 @@ def _surface_checks(exp: Exploration):
     """The state invariants (spec 3: they read the surface only), judged once per surface ``key``."""
     found_for: dict = {}
 
-    def check(dst: int, key, surf: tuple, ret: int) -> None:
+    def check(dst: int, key, surf: tuple, ret: int, numbered: list | None = None) -> None:
+        """``numbered``: the findings by surface number as well, None where not checked yet (the packed search
+        calls this only for those and for a surface that breaks an invariant)."""
         found = found_for.get(key)
         if found is None:
             found = found_for[key] = check_state(surf, ret)
+            if numbered is not None:
+                numbered.extend([None] * (key + 1 - len(numbered)))
+                numbered[key] = found
         if found:
             exp.state_violations[dst] = found
 
@@ -197,6 +202,7 @@ def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int
     states.append(initial)
     depth.append(0)
     surfaces, groups, get, check = packer.surfs, packer.groups, ids.get, _surface_checks(exp)
+    findings: list = []  # surface number -> its state invariants' findings, for the surfaces checked so far
     fields_of, decode = packer.fields.get, packer.decode
 
     def expand_state(src: int, level: int, nxt: list) -> None:
@@ -222,7 +228,9 @@ def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int
                     packed.append(here + dstate)
                     depth.append(level + 1)
                     nxt.append(dst)
-                    check(dst, sid, surfaces[sid], f[2])
+                    known = findings[sid] if sid < len(findings) else None
+                    if known is None or known:  # not checked yet, or it breaks an invariant
+                        check(dst, sid, surfaces[sid], f[2], findings)
                 edges.append((src, dst, action, edge))
 
     return _levels(exp, start, expand_state, max_states, memory, on_level)

@@ -31,7 +31,6 @@ core tuple hashed per move). ``tests/test_explore_packed.py`` compares the graph
 """
 from __future__ import annotations
 
-from . import oracle
 from .layout import (_CTX, _PEND, _PHASE, CONTEXTS, PENDS, PHASES, RET_RADIX, RETRIES_RADIX, S_CTX, S_PEND, S_RET,
                      S_RETRIES, S_ROUTED, S_SEEN, S_SURF)
 from .templates import Templates
@@ -58,7 +57,6 @@ class Packer:
         self.fields: dict = {}  # the core but its surface -> its fields
         self._recipes: dict = {}  # the same -> its groups (:meth:`_recipe`)
         self._tables: dict = {}  # a group's key but the surface -> {surface number: relative moves}
-        self.totals: list[int] = []  # a surface's price, header included (spec 4.3): a request overflows at W
         self._ctx = [self._relative_ctx(ctx) for ctx in CONTEXTS]
         self.templates = Templates(self)
 
@@ -69,7 +67,7 @@ class Packer:
             number = self._surf_ids[surf] = len(self.surfs)
             self.surfs.append(surf)
             self._big.append("S" in surf)
-            self.totals.append(oracle.total(surf))
+
         return number
 
     def pack(self, core: tuple) -> int:

@@ -17,6 +17,7 @@ template answers None and the world makes the moves.
 """
 from __future__ import annotations
 
+from . import oracle
 from .layout import _PEND, _PHASE, S_PEND, S_RET, S_RETRIES, S_ROUTED, S_SEEN, S_SURF
 from .shape import rebase_plan
 from .world import _REPLY_EDGES, Edge, _comps
@@ -41,7 +42,7 @@ class Templates:
         if name == "step":
             return self.step(sid, surf, pend, ret, ctx, retries, routed) if routed else None
         if name == "request":
-            if self.packer.totals[sid] < self.world.settings.context_window:
+            if oracle.total(surf) < self.world.settings.context_window:  # spec 10.1: at or over W overflows
                 return self.reply(sid, surf, pend, retries, seen, routed)
             return self.overflow(sid, surf, ret, retries, seen, routed)
         return None
