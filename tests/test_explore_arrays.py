@@ -36,3 +36,26 @@ def test_prices_endpoints_and_masks():
     marked = np.array([i % 3 == 0 for i in range(len(exp.states))])
     assert arrays.both_ends(exp, marked).tolist() == [i for i, (s, d, _a, _e) in enumerate(exp.edges)
                                              if s % 3 == 0 and d % 3 == 0]
+
+
+PROGRESS_CASES = [(CORRECT, Bounds(5, 2, 1)), (VARIANTS["retry-without-progress"], Bounds(4, 0, 1)),
+                  (VARIANTS["pressure-skipped"], Bounds(4, 1, 1)), (VARIANTS["never-reemit-runtime-context"], Bounds(4, 1, 1))]
+
+
+@pytest.mark.parametrize("variant, bounds", PROGRESS_CASES, ids=[v.name for v, _b in PROGRESS_CASES])
+@pytest.mark.parametrize("k", [1, 2])
+def test_the_checks_find_what_the_previous_checks_found(variant, bounds, k):
+    """The benchmark's losing variant (benchmarks/checks_previous.py: every edge walked, dictionaries,
+    networkx) gives the same progress findings (property, message, prefix, loop) and graph figures."""
+    from benchmarks import checks_previous as previous
+    from surfacecheck.explore import progress
+
+    exp = explore(World(bounds, variant=variant))
+
+    def described(found):
+        return [(f.property, f.message, f.prefix, f.loop) for f in found]
+
+    now = described(progress.check_progress(exp, k))
+    assert now == described(previous.check_progress(exp, k))
+    assert arrays.graph_figures(exp) == previous.graph_figures(exp)
+    assert bool(now) == (variant is not CORRECT and not (k == 2 and variant.name != "retry-without-progress"))

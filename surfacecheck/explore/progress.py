@@ -66,6 +66,11 @@ def compaction_loops(exp: Exploration) -> ProgressFinding | None:
         if edge.kind in AUTOMATIC and not edge.completes:
             if not sub.has_edge(src, dst) or action < edges[sub[src][dst]["e"]][2]:
                 sub.add_edge(src, dst, e=index)
+    return lasso(exp, sub, lambda state: _price(exp, state))
+
+
+def lasso(exp: Exploration, sub: nx.DiGraph, price) -> ProgressFinding | None:
+    """The canonical lasso into a cycle of ``sub`` (arcs keep their least edge as ``e``), if it has one."""
     cyclic = set()
     for component in nx.strongly_connected_components(sub):
         if len(component) > 1 or any(sub.has_edge(n, n) for n in component):
@@ -76,7 +81,7 @@ def compaction_loops(exp: Exploration) -> ProgressFinding | None:
     loop = _shortest_cycle(exp, sub, entry)
     return ProgressFinding("explore-no-compaction-loop",
                            f"a cycle of {len(loop)} automatic compaction step(s) that never lowers the surface price "
-                           f"({_price(exp, entry)} tokens) and completes no step", exp.path_to(entry), loop)
+                           f"({price(entry)} tokens) and completes no step", exp.path_to(entry), loop)
 
 
 def _shortest_cycle(exp: Exploration, sub: nx.DiGraph, start: int) -> list[int]:
@@ -157,7 +162,12 @@ def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, 
     bad = sorted(np.flatnonzero(score >= k).tolist(), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))
     if not bad:
         return None
-    succs, best = arcs.successors(), None
+    return shortest_witness(exp, prop, what, k, bad, arcs.successors(), score)
+
+
+def shortest_witness(exp: Exploration, prop: str, what: str, k: int, bad: list, succs: dict, score) -> ProgressFinding:
+    """Among the first bad states (canonical order), the shortest prefix + witness, least labels on ties."""
+    best = None
     for start in bad[:64]:
         walk = _witness(exp, succs, score, start, k)
         prefix = exp.path_to(start)
