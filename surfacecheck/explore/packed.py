@@ -25,9 +25,10 @@ request     S       queued, surface, retained, retries, seen,    phase, queued, 
 result      T       pending, surface                             phase, pending, surface
 =========== ======= ============================================ ============================
 
-Each group's list is built by the world's own move makers on the first core with that key, so the
-moves are the world's; only the bookkeeping differs (one integer addition per edge instead of a
-core tuple hashed per move). ``tests/test_explore_packed.py`` compares the graphs edge by edge.
+Each group's list is built on the first core with that key: for the model-run ops, the pre-step, the
+request and reload from a template per shape group (:mod:`.templates`), otherwise (and where a template
+cannot serve) by the world's own move makers; either way the moves are the world's, only the bookkeeping
+differs (one integer addition per edge instead of a core tuple hashed per move). ``tests/test_explore_packed.py`` compares the graphs edge by edge.
 """
 from __future__ import annotations
 

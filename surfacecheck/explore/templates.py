@@ -158,8 +158,8 @@ class Templates:
     def overflow(self, sid: int, surf: tuple, ret: int, retries: int, seen: bool, routed: bool):
         """A request at or over the window (spec 10, as ``World._request_moves``): the overflow listener's
         effect rebased, a same-step retry (phase S, its retry count) or the turn ended (phase I), routed from
-        then on; one move per distinct successor, deltas and kind. None under the window (a reply lands:
-        the world makes those moves) and where the group's runs found a violation."""
+        then on; one move per distinct successor, deltas and kind (:meth:`moves` sends a request under the
+        window to :meth:`reply`). None where the group's runs found a violation."""
         group = self._group_of("overflow", "S", surf, True, retries)
         if group is None:
             return None
