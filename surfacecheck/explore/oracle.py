@@ -13,6 +13,7 @@ concrete trace through the model gives α-equal states (the quotient is sound on
 from __future__ import annotations
 
 import json
+import operator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -131,11 +132,37 @@ def _plain_json(original):
     return is_lossless_json
 
 
+def _memo_by_identity(original):
+    """A pure function of immutable model values (a session, a measurement, a policy), called again with the
+    very same objects, gives the same answer: the summary outcomes of one shape group run the same prefix
+    of an op (measure, prune, select the range, check the entry) on the same γ session before the
+    summarizer is asked (spec 8.2 step 8), so the runs after the first reuse it. Keyed by the arguments'
+    identities, kept with the entry so an id is never mistaken for another's; an error is not kept."""
+    cache: dict = {}
+
+    def memoised(*args):
+        key = tuple(map(id, args))
+        hit = cache.get(key)
+        if hit is not None and all(map(operator.is_, hit[0], args)):
+            return hit[1]
+        value = original(*args)
+        cache[key] = (args, value)
+        return value
+
+    return memoised
+
+
 SPEEDUPS = (("model.estimate", "js_length", _memo_length), ("model.estimate", "js_stringify", _memo_stringify),
             ("model.meter", "replay_meter", _memo_replay), ("model.meter", "header_equals", _same_header),
             ("model.session", "is_lossless_json", _plain_json),
             ("model.meter", "node_price", _memo_price), ("model.projection", "node_price", _memo_price),
-            ("surfacecheck.explore.safety", "node_price", _memo_price))
+            ("surfacecheck.explore.safety", "node_price", _memo_price),
+            ("model.policy", "measure", _memo_by_identity), ("model.policy", "prune_session", _memo_by_identity),
+            ("model.policy", "select_compactable_range", _memo_by_identity),
+            ("model.manual", "measure", _memo_by_identity), ("model.manual", "select_compactable_range", _memo_by_identity),
+            ("model.transaction", "measure", _memo_by_identity),
+            ("model.transaction", "validate_surface_region", _memo_by_identity),
+            ("model.transaction", "inspect_entry_state", _memo_by_identity))
 """Memoised pure helpers (same results: a string's JS length, a JSON value's stringification, the
 meter state after a log prefix, a header compared with itself, an event's price, the JSON check of
 plain values), installed while the oracle runs the model; model code is unchanged."""

@@ -46,7 +46,7 @@ from model.config import resolve_compact_spec, resolve_target_policy
 from . import concrete as C
 from . import oracle
 
-SHARED_OPS = frozenset({"pressure", "overflow", "manual", "reload"})
+SHARED_OPS = frozenset({"pressure", "overflow", "manual", "reload", "prune"})
 BIG_RESULT = "S"  # the only code the pruner rewrites (2400 chars > thresholdChars 1000); p stays
 
 
@@ -111,6 +111,8 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
     """The memo key of a shared run (what the run reads of the surface; the module docstring says why).
 
     * reload (spec 1.5): reopening re-derives the same surface from the log, whatever its codes;
+    * the pruner (spec 6) reads the tool results on the surface one by one and rewrites each big one
+      in place (:func:`pruned_at`): it reads no other node and no sum;
     * a pressure check below the threshold returns before reading anything else (spec 9.2);
     * the prefix sum is read only by the thresholds (spec 9.2: before and after pruning), the shrink
       rule and the success report (spec 8.2 steps 9-13, after a summary arrives), so a failed or
@@ -120,6 +122,8 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
     * ``/compact`` does not prune (spec 11.2): its big results are priced like any node."""
     if op == "reload":
         return ("~r", len(surf))
+    if op == "prune":
+        return ("~p",) + pruned_at(surf)
     side = ()
     if op == "pressure":
         threshold = threshold_tokens(settings)
@@ -135,6 +139,14 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
     if framed is None:  # an outcome whose summary is not known here: the sum itself
         return ("~", m, total, big, tail) + side
     return ("~s", m, shrink_class(total, framed, len(big), tail, op != "manual"), big, tail) + side
+
+
+@lru_cache(maxsize=1 << 16)
+def pruned_at(surf: tuple) -> tuple:
+    """What the pruner (spec 6 `pruneSession`) reads of a surface: its length (where the events it writes
+    land) and the positions of its big tool results (the only ones it rewrites; a small result, ``R`` or
+    an already pruned ``p``, stays as it is)."""
+    return (len(surf), tuple(i for i, code in enumerate(surf) if code == BIG_RESULT))
 
 
 SUMLESS_OUTCOMES = frozenset({"fail", "cancel"})

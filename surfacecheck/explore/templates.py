@@ -28,9 +28,20 @@ class Templates:
 
     def __init__(self, packer):
         self.packer, self.world = packer, packer.world
-        self.surf_id, self.move = packer.surf_id, packer.move
+        self.surf_id, self.move, self.per_core = packer.surf_id, packer.move, packer.per_core
         self._templates: dict = {}  # a shape group (World.group_key), with what else a template reads -> it
         self._snapshots: dict = {}  # surface number -> the index of its newest snapshot (None: none)
+        self._overflows: dict = {}  # surface number -> whether a request on it overflows (spec 10.1)
+        self._kinds: dict = {}  # what tells two moves of a group apart but the successor -> a small number
+
+    def _entry(self, action: str, deltas: tuple, kind: tuple, edge) -> tuple:
+        """What a template keeps of a move but its successor: the action, a number for the deltas and kind
+        (two moves to one successor with the same number are one move), the counters' part of Δstate, and
+        the tail of the relative move (:meth:`.packed.Packer.move`)."""
+        de, dc, dk, ds, dt, dg = deltas
+        counters = self.packer.move(action, 0, *deltas, edge)[2]
+        number = self._kinds.setdefault((deltas, kind), len(self._kinds))
+        return action, number, counters, (de, dc, dk, ds, dt, dg, edge)
 
     def moves(self, name: str, sid: int, surf: tuple, pend, ret: int, ctx: str, retries: int, seen: bool,
               routed: bool) -> list | None:
@@ -42,9 +53,12 @@ class Templates:
         if name == "step":
             return self.step(sid, surf, pend, ret, ctx, retries, routed) if routed else None
         if name == "request":
-            if oracle.total(surf) < self.world.settings.context_window:  # spec 10.1: at or over W overflows
-                return self.reply(sid, surf, pend, retries, seen, routed)
-            return self.overflow(sid, surf, ret, retries, seen, routed)
+            over = self._overflows.get(sid)
+            if over is None:  # spec 10.1: a request at or over W overflows
+                over = self._overflows[sid] = oracle.total(surf) >= self.world.settings.context_window
+            if over:
+                return self.overflow(sid, surf, ret, retries, seen, routed)
+            return self.reply(sid, surf, pend, retries, seen, routed)
         return None
 
     def reply(self, sid: int, surf: tuple, pend, retries: int, seen: bool, routed: bool) -> list:
@@ -78,13 +92,14 @@ class Templates:
             template = self._templates[key] = self._template(op, self.world._groups[key])
         if not template:
             return None
-        moves, made = [], set()
-        for action, plan, eff_surf, eff_ret, same_sid, deltas, kind, edge, _reset in template:
-            new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf))
+        moves, made, surf_id, per_core = [], set(), self.surf_id, self.per_core
+        for plan, eff_surf, eff_ret, same_sid, (action, number, counters, tail), _reset in template:
+            new_sid = same_sid if plan is None else surf_id(plan(surf + eff_surf))
             new_ret = ret if ret < 0 else eff_ret[ret]
-            if (new_sid, new_ret, deltas, kind) not in made:
-                made.add((new_sid, new_ret, deltas, kind))
-                moves.append(self.move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET, *deltas, edge))
+            if (new_sid, new_ret, number) not in made:
+                made.add((new_sid, new_ret, number))
+                dcore = (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET
+                moves.append((action, dcore, dcore * per_core + counters) + tail)
         return moves
 
     def _group_of(self, op: str, phase: str, surf: tuple, routed: bool, retries: int,
@@ -114,15 +129,15 @@ class Templates:
             template = self._templates[key] = self._step_template(self.world._groups[group], pend, cand)
         if not template:
             return None
-        moves, made = [], set()
+        moves, made, surf_id, per_core = [], set(), self.surf_id, self.per_core
         shift = _PHASE["S"] - _PHASE["P"] - _PEND[pend] * S_PEND  # phase P -> S, the queue emptied
-        for action, plan, eff_surf, eff_ret, entered, last, same_sid, deltas, kind, edge in template:
-            new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf) + entered)
+        for plan, eff_surf, eff_ret, entered, last, same_sid, (action, number, counters, tail) in template:
+            new_sid = same_sid if plan is None else surf_id(plan(surf + eff_surf) + entered)
             new_ret = last if cand else ret if ret < 0 else eff_ret[ret]
-            if (new_sid, new_ret, deltas, kind) not in made:
-                made.add((new_sid, new_ret, deltas, kind))
-                moves.append(self.move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + shift, *deltas,
-                                        edge))
+            if (new_sid, new_ret, number) not in made:
+                made.add((new_sid, new_ret, number))
+                dcore = (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + shift
+                moves.append((action, dcore, dcore * per_core + counters) + tail)
         return moves
 
     def reload(self, sid: int, surf: tuple, ret: int, retries: int, seen: bool, routed: bool):
@@ -137,15 +152,15 @@ class Templates:
             template = self._templates[group] = self._template("reload", self.world._groups[group])
         if not template:
             return None
-        moves = []
-        for action, plan, eff_surf, _eff_ret, same_sid, deltas, _kind, edge, reset in template:
+        moves, per_core = [], self.per_core
+        for plan, eff_surf, _eff_ret, same_sid, (action, _number, counters, tail), reset in template:
             new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf))
             newest = self._newest_snapshot(new_sid)
             new_ret = newest if newest is not None else -2 if ret == -2 else -1
-            if deltas[3] == 0 and new_sid == sid and new_ret == ret:
+            if tail[3] == 0 and new_sid == sid and new_ret == ret:  # no event written, nothing changed
                 continue
-            moves.append(self.move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + reset
-                                    - retries * S_RETRIES - seen * S_SEEN, *deltas, edge))
+            dcore = (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + reset - retries * S_RETRIES - seen * S_SEEN
+            moves.append((action, dcore, dcore * per_core + counters) + tail)
         return moves
 
     def _newest_snapshot(self, sid: int) -> int | None:
@@ -169,15 +184,15 @@ class Templates:
             template = self._templates[key] = self._overflow_template(self.world._groups[group], routed)
         if not template:
             return None
-        moves, made = [], set()
+        moves, made, surf_id, per_core = [], set(), self.surf_id, self.per_core
         shift = retries * S_RETRIES + seen * S_SEEN + routed * S_ROUTED  # what the successor's fields replace
-        for action, plan, eff_surf, eff_ret, same_sid, fields, deltas, kind, edge in template:
-            new_sid = same_sid if plan is None else self.surf_id(plan(surf + eff_surf))
+        for plan, eff_surf, eff_ret, same_sid, fields, (action, number, counters, tail) in template:
+            new_sid = same_sid if plan is None else surf_id(plan(surf + eff_surf))
             new_ret = ret if ret < 0 else eff_ret[ret]
-            if (new_sid, new_ret, fields, deltas, kind) not in made:
-                made.add((new_sid, new_ret, fields, deltas, kind))
-                moves.append(self.move(action, (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + fields - shift,
-                                        *deltas, edge))
+            if (new_sid, new_ret, number) not in made:  # the number covers the fields written too
+                made.add((new_sid, new_ret, number))
+                dcore = (new_sid - sid) * S_SURF + (new_ret - ret) * S_RET + fields - shift
+                moves.append((action, dcore, dcore * per_core + counters) + tail)
         return moves
 
     def _overflow_template(self, group: list, routed: bool) -> list:
@@ -189,12 +204,12 @@ class Templates:
             plan = rebase_plan(eff.ret, len(eff.surf))
             fields = ((_PHASE["S"] if retry else _PHASE["I"]) - _PHASE["S"]  # phase, retries, seen, routed after
                       + (eff.retries if retry else 0) * S_RETRIES + eff.seen * S_SEEN + S_ROUTED)
-            template.append((f"overflow:{outcome}", plan, eff.surf, eff.ret,
-                             self.surf_id(eff.surf) if plan is None else None, fields,
-                             (0, 0, _comps(eff), route + 1 + eff.events + (0 if retry else 3), 0, eff.gen),
-                             (eff.violations, eff.failure, eff.kind),
-                             Edge("overflow", eff.failure, eff.kind, not retry, eff.violations,
-                                  f"request overflowed; {eff.label}")))
+            template.append((plan, eff.surf, eff.ret, self.surf_id(eff.surf) if plan is None else None, fields,
+                             self._entry(f"overflow:{outcome}",
+                                         (0, 0, _comps(eff), route + 1 + eff.events + (0 if retry else 3), 0, eff.gen),
+                                         (fields, eff.violations, eff.failure, eff.kind),
+                                         Edge("overflow", eff.failure, eff.kind, not retry, eff.violations,
+                                              f"request overflowed; {eff.label}"))))
         return template
 
     def _step_template(self, group: list, pend, cand) -> list:
@@ -205,11 +220,11 @@ class Templates:
                 return []
             plan = rebase_plan(eff.ret, len(eff.surf))
             label = f"pre-step {eff.label}; step/start" + (f"; entered {' '.join(entered)}" if entered else "")
-            template.append((f"step:{outcome}", plan, eff.surf, eff.ret, entered, len(eff.surf) + len(entered) - 1,
+            template.append((plan, eff.surf, eff.ret, entered, len(eff.surf) + len(entered) - 1,
                              self.surf_id(eff.surf + entered) if plan is None else None,
-                             (0, 0, _comps(eff), eff.events + 1 + len(entered), 0, eff.gen),
-                             (eff.violations, eff.failure, eff.kind),
-                             Edge("step", eff.failure, eff.kind, False, eff.violations, label)))
+                             self._entry(f"step:{outcome}", (0, 0, _comps(eff), eff.events + 1 + len(entered), 0, eff.gen),
+                                         (eff.violations, eff.failure, eff.kind),
+                                         Edge("step", eff.failure, eff.kind, False, eff.violations, label))))
         return template
 
     def _template(self, op: str, group: list) -> list:
@@ -221,10 +236,10 @@ class Templates:
             if eff.violations:
                 return []
             plan = rebase_plan(eff.ret, len(eff.surf))
-            template.append((f"{op}:{outcome}" if outcome else op, plan, eff.surf, eff.ret,
-                             self.surf_id(eff.surf) if plan is None else None,
-                             (0, 0, _comps(eff), eff.events, 0, eff.gen), (eff.violations, eff.failure, eff.kind),
-                             Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label),
+            template.append((plan, eff.surf, eff.ret, self.surf_id(eff.surf) if plan is None else None,
+                             self._entry(f"{op}:{outcome}" if outcome else op, (0, 0, _comps(eff), eff.events, 0, eff.gen),
+                                         (eff.violations, eff.failure, eff.kind),
+                                         Edge(op, eff.failure, eff.kind, False, eff.violations, eff.label)),
                              eff.retries * S_RETRIES + eff.seen * S_SEEN))  # a reload's overflow bookkeeping
         return template
 

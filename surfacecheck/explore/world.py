@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from . import oracle
-from .shape import SHARED_OPS, masked, rebase, retain_tokens, signature, view
+from .shape import SHARED_OPS, masked, pruned_at, rebase, retain_tokens, signature, view
 from .variants import CORRECT, Variant
 
 OUTCOMES = ("good", "big", "fail", "cancel", "concurrent")
@@ -240,7 +240,8 @@ class World:
     def group_key(self, op, phase, surf, routed, retries, outcomes) -> tuple:
         """The shape group of ``op``'s shared runs that ``surf`` belongs to (:mod:`.shape`): its effects are
         the group's, rebased."""
-        return (op, phase, len(surf) if op == "reload" else signature(surf, self._retain if op == "pressure" else 0),
+        return (op, phase, len(surf) if op == "reload" else pruned_at(surf) if op == "prune"
+                else signature(surf, self._retain if op == "pressure" else 0),
                 routed, retries if op == "overflow" else 0, outcomes)
 
     def _effect_moves(self, moves, op, outcomes, phase, pend, surf, ret, ctx, retries, seen, routed, memo=True):
