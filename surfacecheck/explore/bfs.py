@@ -119,7 +119,7 @@ def explore(world: World, *, symmetry: bool = True, reverse: bool = False, max_s
     stops early (``complete`` is then False, ``stopped`` says why). ``expand``, called with each level's
     frontier cores before the level is searched, may compute their moves elsewhere
     (:class:`.distributed.Expander`)."""
-    with no_cyclic_gc():
+    with no_cyclic_gc(), world.speedups():
         if expand is None and not world.check_oracle:
             return _explore_packed(world, symmetry, reverse, max_states, on_level, memory)
         return _explore(world, symmetry, reverse, max_states, on_level, memory, expand)
@@ -152,12 +152,14 @@ def _levels(exp: Exploration, start: float, expand_state, max_states: int | None
         if before_level is not None:
             before_level(frontier)
         nxt: list = []
+        bounded = max_states is not None or memory is not None
         for src in frontier:
             expand_state(src, level, nxt)
-            stop, next_look = _stop_early(exp, max_states, memory, next_look)
-            if stop:
-                nxt = []
-                break
+            if bounded:
+                stop, next_look = _stop_early(exp, max_states, memory, next_look)
+                if stop:
+                    nxt = []
+                    break
         frontier, level = nxt, level + 1
         if on_level is not None:
             on_level(level, len(exp.states), len(exp.edges))
@@ -204,15 +206,24 @@ def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int
     surfaces, groups, get, check = packer.surfs, packer.groups, ids.get, _surface_checks(exp)
     findings: list = []  # surface number -> its state invariants' findings, for the surfaces checked so far
     fields_of, decode = packer.fields.get, packer.decode
+    recipe_of, recipe, big, make = packer.recipes.get, packer.recipe, packer.big, packer.make
 
     def expand_state(src: int, level: int, nxt: list) -> None:
         events, calls, comps, seq, turn, gen = states[src][EVENTS:]
         room_e, room_c, room_k = max_events - events, max_calls - calls, max_comps - comps
         room_s = sys.maxsize if max_seq is None else max_seq - seq
         core, here = cores[src], packed[src]
-        lists = groups(core)
-        for moves in (reversed(lists) if reverse else lists):
-            for action, dcore, dstate, de, dc, dk, ds, dt, dg, edge in (reversed(moves) if reverse else moves):
+        if reverse:
+            lists = [list(reversed(moves)) for moves in reversed(groups(core))]
+        else:  # Packer.groups, inline
+            sid, rest = divmod(core, S_SURF)
+            lists = (recipe_of(rest) or recipe(rest))[big[sid]]
+        for moves in lists:
+            if type(moves) is not list:  # a group's table: its moves on this surface
+                table, moves = moves, moves.get(sid)
+                if moves is None:
+                    moves = make(table, sid, rest)
+            for action, dcore, dstate, de, dc, dk, ds, dt, dg, edge in moves:
                 if de > room_e or dc > room_c or dk > room_k or ds > room_s:
                     continue
                 key = here + dstate if symmetry else (here + dstate, seq + ds, turn + dt, gen + dg)
@@ -220,17 +231,17 @@ def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int
                 if dst is None:
                     dst = ids[key] = len(states)
                     succ = core + dcore
-                    sid, rest = divmod(succ, S_SURF)
-                    f = fields_of(rest) or decode(rest)  # (phase, pend, ret, ctx, retries, seen, routed)
-                    states.append((f[0], f[1], surfaces[sid], f[2], f[3], f[4], f[5], f[6],
+                    to_sid, to_rest = divmod(succ, S_SURF)
+                    f = fields_of(to_rest) or decode(to_rest)  # (phase, pend, ret, ctx, retries, seen, routed)
+                    states.append((f[0], f[1], surfaces[to_sid], f[2], f[3], f[4], f[5], f[6],
                                    events + de, calls + dc, comps + dk, seq + ds, turn + dt, gen + dg))
                     cores.append(succ)
                     packed.append(here + dstate)
                     depth.append(level + 1)
                     nxt.append(dst)
-                    known = findings[sid] if sid < len(findings) else None
+                    known = findings[to_sid] if to_sid < len(findings) else None
                     if known is None or known:  # not checked yet, or it breaks an invariant
-                        check(dst, sid, surfaces[sid], f[2], findings)
+                        check(dst, to_sid, surfaces[to_sid], f[2], findings)
                 edges.append((src, dst, action, edge))
 
     return _levels(exp, start, expand_state, max_states, memory, on_level)

@@ -53,10 +53,10 @@ class Packer:
         self.per_core = (b.events + 1) * self.span_calls * self.span_comps  # a state: core * per_core + counters
         self.surfs: list[tuple] = []
         self._surf_ids: dict[tuple, int] = {}
-        self._big: list[bool] = []  # whether the surface holds a big tool result (the pruner has work)
+        self.big: list[bool] = []  # whether the surface holds a big tool result (the pruner has work)
         self._groups: dict = {}
         self.fields: dict = {}  # the core but its surface -> its fields
-        self._recipes: dict = {}  # the same -> its groups (:meth:`_recipe`)
+        self.recipes: dict = {}  # the same -> its groups (:meth:`recipe`)
         self._tables: dict = {}  # a group's key but the surface -> {surface number: relative moves}
         self._ctx = [self._relative_ctx(ctx) for ctx in CONTEXTS]
         self.templates = Templates(self)
@@ -67,7 +67,7 @@ class Packer:
         if number is None:
             number = self._surf_ids[surf] = len(self.surfs)
             self.surfs.append(surf)
-            self._big.append("S" in surf)
+            self.big.append("S" in surf)
 
         return number
 
@@ -100,19 +100,19 @@ class Packer:
     def groups(self, core: int) -> list:
         """The relative move lists of ``core``, in the world's move order."""
         sid, rest = divmod(core, S_SURF)
-        recipe = self._recipes.get(rest)
+        recipe = self.recipes.get(rest)
         if recipe is None:
-            recipe = self._recipe(rest)
+            recipe = self.recipe(rest)
         lists = []
-        for table in recipe[self._big[sid]]:
+        for table in recipe[self.big[sid]]:
             if type(table) is list:
                 lists.append(table)
             else:
                 found = table.get(sid)
-                lists.append(self._make(table, sid, rest) if found is None else found)
+                lists.append(self.make(table, sid, rest) if found is None else found)
         return lists
 
-    def _recipe(self, rest: int) -> tuple:
+    def recipe(self, rest: int) -> tuple:
         """Per the fields but the surface: the groups in move order, each a constant list (it reads no
         surface) or the table of its key (surface -> moves), for a surface without and with a big result."""
         phase, pend, ret, ctx, retries, seen, routed = self.fields.get(rest) or self.decode(rest)
@@ -132,7 +132,7 @@ class Packer:
         else:
             result = table("result", pend)
             found = ([result], [result])
-        self._recipes[rest] = found
+        self.recipes[rest] = found
         return found
 
     def _table(self, *key) -> "_Table":
@@ -145,10 +145,10 @@ class Packer:
         """A group that reads no surface (the prompt): one list for every surface."""
         found = self._groups.get(key)
         if found is None:
-            found = self._groups[key] = self._make(_Table(key[0]), 0, rest)
+            found = self._groups[key] = self.make(_Table(key[0]), 0, rest)
         return found
 
-    def _make(self, table: "_Table", sid: int, rest: int) -> list:
+    def make(self, table: "_Table", sid: int, rest: int) -> list:
         """A group's relative moves, made by the world's move makers on the core ``sid``, ``rest`` (the first
         with this key) and kept in the group's table."""
         world, core = self.world, sid * S_SURF + rest

@@ -58,16 +58,23 @@ class Variant:
 
 
 class _Reentrant:
+    """Entered again while inside, it leaves the patches in place (the search enters it once around all
+    its model runs, and each run enters it again)."""
+
     def __init__(self, factory):
         self.factory, self.stack = factory, []
 
     def __enter__(self):
+        if self.stack:
+            self.stack.append(None)
+            return None
         ctx = self.factory()
         self.stack.append(ctx)
         return ctx.__enter__()
 
     def __exit__(self, *exc):
-        return self.stack.pop().__exit__(*exc)
+        ctx = self.stack.pop()
+        return None if ctx is None else ctx.__exit__(*exc)
 
 
 @contextlib.contextmanager

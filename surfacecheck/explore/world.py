@@ -86,6 +86,11 @@ class World:
         self._compact: list = []  # number -> its moves with successor cores as numbers (None: not yet built)
         self._view = view  # the memo key of a shared run (:func:`.shape.view`)
 
+    def speedups(self):
+        """The model's memoised pure helpers (:data:`.oracle.SPEEDUPS`) installed, for a whole search (each
+        model run installs them too; inside this they stay as they are)."""
+        return self._speed
+
     def initial(self) -> tuple:
         return ("I", "", (), -2, "", 0, False, False, 0, 0, 0, 0, 0, 0)
 
