@@ -29,6 +29,19 @@ result saves, ``k`` how many of the prefix's were pruned), every combination of 
 are read, never fewer. Labels are the one thing a representative's run keeps of its own ``T``
 (token counts in a report, :func:`masked`); they are not part of the state graph.
 
+A summary that never arrives (a failed or cancelled summarizer, :data:`SUMLESS_OUTCOMES`) reads even
+less. The op prunes first (pressure and overflow, spec 9.2 step 9, 10.2), and the pruner reads only where
+the big results are (:func:`pruned_at`). Then it selects a range, and of that range only whether it
+exists: the range is the prefix through the balanced cut ``m`` (spec 7), so it exists iff ``m > 0``.
+Its seqs reach only the events' data and the labels. Selecting it, and checking it on entry, folds the
+surface's tool pairing (spec 3, :func:`pairing`): a count over each node's delta, which raises on a corrupt
+surface (only a control makes one). The transaction opens the bracket, and the
+summarizer fails or the signal aborts without reading its input (spec 8.2 step 8,
+``model.summarizer.run_script``). The bracket closes with the error, and nothing is shadowed. What the
+op does after that reads the generation the pruner advanced (the overflow listener's retry, spec 10.2)
+and the thresholds' side (pressure). So such a run is keyed on ``m > 0``, the pairing deltas (and so the
+length), the big results' positions and the side.
+
 This is an argument, not an assumption: ``World(check_oracle=True)`` (``explore --oracle``)
 runs the model on the real surface as well and records any difference, and the tests compare the
 two state graphs at small bounds. A transition whose shared run found a violation is always
@@ -113,12 +126,16 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
     * reload (spec 1.5): reopening re-derives the same surface from the log, whatever its codes;
     * the pruner (spec 6) reads the tool results on the surface one by one and rewrites each big one
       in place (:func:`pruned_at`): it reads no other node and no sum;
-    * a pressure check below the threshold returns before reading anything else (spec 9.2);
+    * a pressure check below the threshold returns before reading anything else (spec 9.2), and one that
+      pruning brings below it after the pruner (spec 9.2 step 10);
+    * without a range (``m == 0``) no summary is asked for: every outcome reads what a failed one reads;
     * the prefix sum is read only by the thresholds (spec 9.2: before and after pruning), the shrink
       rule and the success report (spec 8.2 steps 9-13, after a summary arrives), so a failed or
-      cancelled summary reads only which side of the thresholds the surface is on, and one that arrives
-      that and the shrink rule's verdict per range end (:func:`shrink_class`; the report's token count
-      is a label);
+      cancelled summary reads only which side of the thresholds the surface is on, whether a range
+      exists (``m > 0``) and what the pruner reads (the module docstring), and one that arrives the side
+      and the shrink rule's verdict per range end (:func:`shrink_class`; the report's token count is a
+      label) — and where the rule rejects it at every range end, only what a failed one reads (the
+      bracket closes with the error, nothing shadowed);
     * ``/compact`` does not prune (spec 11.2): its big results are priced like any node."""
     if op == "reload":
         return ("~r", len(surf))
@@ -127,18 +144,24 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
     side = ()
     if op == "pressure":
         threshold = threshold_tokens(settings)
-        if oracle.total(surf, routed) < threshold:
-            return ("~n", len(surf))
+        if oracle.total(surf, routed) < threshold:  # no event written, whatever the length (:func:`rebase`)
+            return ("~n",)
         side = (oracle.total(surf, routed) - sum(oracle.price(c) - _pruned_price(c) for c in surf) >= threshold,)
+        if not side[0]:  # pruning suffices: the check returns before it selects a range (spec 9.2 step 10)
+            return ("~ps",) + pruned_at(surf)
     m, total, big, tail = signature(surf, retain_tokens(settings) if op == "pressure" else 0)
     if op == "manual":
         big = ()
-    if outcome in SUMLESS_OUTCOMES:
-        return ("~f", m, big, tail) + side
+    if m == 0 or outcome in SUMLESS_OUTCOMES:  # no summary arrives (none is asked for without a range): the
+        # surface is read by the pruner and for whether a range exists only (the module docstring)
+        return ("~f", m > 0, pairing(surf), pruned_at(surf)[1] if op != "manual" else ()) + side
     framed = FRAMED.get(outcome)
     if framed is None:  # an outcome whose summary is not known here: the sum itself
         return ("~", m, total, big, tail) + side
-    return ("~s", m, shrink_class(total, framed, len(big), tail, op != "manual"), big, tail) + side
+    shrink = shrink_class(total, framed, len(big), tail, op != "manual")
+    if shrink == 0 and outcome != "concurrent":  # rejected at every range end: read as a failed summary is
+        return ("~x", pairing(surf), pruned_at(surf)[1] if op != "manual" else ()) + side
+    return ("~s", m, shrink, big, tail) + side
 
 
 @lru_cache(maxsize=1 << 16)
@@ -147,6 +170,13 @@ def pruned_at(surf: tuple) -> tuple:
     land) and the positions of its big tool results (the only ones it rewrites; a small result, ``R`` or
     an already pruned ``p``, stays as it is)."""
     return (len(surf), tuple(i for i, code in enumerate(surf) if code == BIG_RESULT))
+
+
+@lru_cache(maxsize=1 << 16)
+def pairing(surf: tuple) -> tuple:
+    """What the tool-pairing fold (spec 3) reads of a surface: each node's delta (+ its tool calls, −1 a
+    result, else 0), a count, ids not matched; it raises where the count goes below zero."""
+    return tuple(C.TOOL_DELTA.get(code, 0) for code in surf)
 
 
 SUMLESS_OUTCOMES = frozenset({"fail", "cancel"})
@@ -185,7 +215,10 @@ _DIGITS = re.compile(r"\d+")
 
 
 def rebase(eff: oracle.Effect, surf: tuple) -> oracle.Effect:
-    """The run's effect moved onto ``surf`` (same shape): a node that survived keeps its code."""
+    """The run's effect moved onto ``surf`` (same shape): a node that survived keeps its code. An op that
+    wrote no event left the surface as it was (spec 2: the surface is a fold of the log), whatever its length."""
+    if not eff.events:
+        return eff if eff.surf == surf else eff._replace(surf=surf, ret=_unmoved(len(surf)))
     plan = rebase_plan(eff.ret, len(eff.surf))
     if plan is None:
         return eff
@@ -193,6 +226,11 @@ def rebase(eff: oracle.Effect, surf: tuple) -> oracle.Effect:
     if new_surf == eff.surf:
         return eff
     return oracle.Effect(new_surf, *eff[1:])
+
+
+@lru_cache(maxsize=None)
+def _unmoved(length: int) -> tuple:
+    return tuple(range(length))
 
 
 @lru_cache(maxsize=1 << 16)
