@@ -217,7 +217,7 @@ def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int
             lists = [list(reversed(moves)) for moves in reversed(groups(core))]
         else:  # Packer.groups, inline
             sid, rest = divmod(core, S_SURF)
-            lists = (recipe_of(rest) or recipe(rest))[big[sid]]
+            lists = (recipe_of(rest) or recipe(rest))[big[sid] + (0 if room_e else 2)]
         for moves in lists:
             if type(moves) is not list:  # a group's table: its moves on this surface
                 table, moves = moves, moves.get(sid)

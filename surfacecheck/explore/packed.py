@@ -40,7 +40,7 @@ from .world import _CONTEXT_MOVES, _PROMPT_MOVES, _RESULT_MOVES, World
 
 
 
-TEMPLATED = frozenset({"manual", "reload", "step", "request"})  # groups whose moves come from :mod:`.templates`
+TEMPLATED = frozenset({"manual", "reload", "step", "request", "overflow"})  # groups whose moves come from :mod:`.templates`
 
 
 class Packer:
@@ -104,7 +104,7 @@ class Packer:
         if recipe is None:
             recipe = self.recipe(rest)
         lists = []
-        for table in recipe[self.big[sid]]:
+        for table in recipe[self.big[sid]]:  # a group's moves over the bounds are skipped by the search
             if type(table) is list:
                 lists.append(table)
             else:
@@ -114,7 +114,9 @@ class Packer:
 
     def recipe(self, rest: int) -> tuple:
         """Per the fields but the surface: the groups in move order, each a constant list (it reads no
-        surface) or the table of its key (surface -> moves), for a surface without and with a big result."""
+        surface) or the table of its key (surface -> moves), for a surface without and with a big result,
+        then the same for a state with no event left (``room``: a group whose every move is an event is
+        left out, not made)."""
         phase, pend, ret, ctx, retries, seen, routed = self.fields.get(rest) or self.decode(rest)
         table = self._table
         context = self._ctx[_CTX[ctx]]
@@ -126,12 +128,15 @@ class Packer:
         elif phase == "P":
             prune, step = table("prune", phase, ret, routed), table("step", pend, ret, ctx, retries, routed)
             found = ([context, step], [context, prune, step])
-        elif phase == "S":
-            request = table("request", pend, ret, retries, seen, routed)
-            found = ([request], [request])
-        else:
+        elif phase == "S":  # with no event left, only an overflowing request fits (a reply is an event)
+            request, overflow = table("request", pend, ret, retries, seen, routed), table("overflow", ret, retries,
+                                                                                          seen, routed)
+            found = ([request], [request], [overflow], [overflow])
+        else:  # a tool result is an event
             result = table("result", pend)
-            found = ([result], [result])
+            found = ([result], [result], [], [])
+        if len(found) == 2:
+            found += found
         self.recipes[rest] = found
         return found
 
@@ -173,6 +178,8 @@ class Packer:
                 world._step_moves(moves, pend, surf, ret, ctx, retries, seen, routed)
             else:
                 world._request_moves(moves, surf, ret, ctx, retries, seen, routed)
+                if name == "overflow":  # the request's moves that are no event: an overflow's
+                    moves = [move for move in moves if move[2] == 0]
         else:  # result
             last = pend == 1
             for code, action, edge in _RESULT_MOVES[last]:

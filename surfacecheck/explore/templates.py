@@ -52,13 +52,13 @@ class Templates:
             return self.reload(sid, surf, ret, retries, seen, routed)
         if name == "step":
             return self.step(sid, surf, pend, ret, ctx, retries, routed) if routed else None
-        if name == "request":
+        if name in ("request", "overflow"):  # overflow: the request's moves that are no event
             over = self._overflows.get(sid)
             if over is None:  # spec 10.1: a request at or over W overflows
                 over = self._overflows[sid] = oracle.total(surf) >= self.world.settings.context_window
             if over:
                 return self.overflow(sid, surf, ret, retries, seen, routed)
-            return self.reply(sid, surf, pend, retries, seen, routed)
+            return self.reply(sid, surf, pend, retries, seen, routed) if name == "request" else []
         return None
 
     def reply(self, sid: int, surf: tuple, pend, retries: int, seen: bool, routed: bool) -> list:
