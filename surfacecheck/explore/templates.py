@@ -29,7 +29,10 @@ class Templates:
     def __init__(self, packer):
         self.packer, self.world = packer, packer.world
         self.surf_id, self.move, self.per_core = packer.surf_id, packer.move, packer.per_core
-        self._templates: dict = {}  # a shape group (World.group_key), with what else a template reads -> it
+        self._templates: dict = {}  # a group's effects class, with what else a template reads -> it
+        self._classes: dict = {}  # a shape group (World.group_key) -> the number of its effects class
+        self._class_numbers: dict = {}  # an effects class (:func:`_effects_class`) -> its number
+        self._members: list = []  # an effects class's number -> the first group's (outcome, effect) list
         self._snapshots: dict = {}  # surface number -> the index of its newest snapshot (None: none)
         self._overflows: dict = {}  # surface number -> whether a request on it overflows (spec 10.1)
         self._kinds: dict = {}  # what tells two moves of a group apart but the successor -> a small number
@@ -89,7 +92,7 @@ class Templates:
             return None
         template = self._templates.get(key)
         if template is None:
-            template = self._templates[key] = self._template(op, self.world._groups[key])
+            template = self._templates[key] = self._template(op, self._members[key])
         if not template:
             return None
         moves, made, surf_id, per_core = [], set(), self.surf_id, self.per_core
@@ -103,17 +106,24 @@ class Templates:
         return moves
 
     def _group_of(self, op: str, phase: str, surf: tuple, routed: bool, retries: int,
-                  outcomes: tuple | None = None) -> tuple | None:
-        """The key of the shape group ``surf`` belongs to for ``op``, its effects run if it has none yet;
-        None when runs are not shared (``--exact``)."""
+                  outcomes: tuple | None = None) -> int | None:
+        """The number of the effects of the shape group ``surf`` belongs to for ``op`` (the group's effects
+        run if it has none yet); None when runs are not shared (``--exact``). Groups whose effects are the same
+        runs share the number, and so their templates (:func:`_effects_class`)."""
         world = self.world
         if not world.shared:
             return None
         outcomes = world.outcomes if outcomes is None else outcomes
         key = world.group_key(op, phase, surf, routed, retries, outcomes)
-        if key not in world._groups:
-            world._effects(op, phase, surf, routed, retries, outcomes)  # runs the model: the group's effects
-        return key
+        number = self._classes.get(key)
+        if number is None:
+            if key not in world._groups:
+                world._effects(op, phase, surf, routed, retries, outcomes)  # runs the model: the group's effects
+            group = world._groups[key]
+            number = self._classes[key] = self._class_numbers.setdefault(_effects_class(group), len(self._members))
+            if number == len(self._members):
+                self._members.append(group)
+        return number
 
     def step(self, sid: int, surf: tuple, pend, ret: int, ctx: str, retries: int, routed: bool):
         """The pre-step's relative moves (spec 13 steps 4-7, as ``World._step_moves``: the candidate first, the
@@ -126,7 +136,7 @@ class Templates:
         key = (group, pend, cand)
         template = self._templates.get(key)
         if template is None:
-            template = self._templates[key] = self._step_template(self.world._groups[group], pend, cand)
+            template = self._templates[key] = self._step_template(self._members[group], pend, cand)
         if not template:
             return None
         moves, made, surf_id, per_core = [], set(), self.surf_id, self.per_core
@@ -149,7 +159,7 @@ class Templates:
             return None
         template = self._templates.get(group)
         if template is None:
-            template = self._templates[group] = self._template("reload", self.world._groups[group])
+            template = self._templates[group] = self._template("reload", self._members[group])
         if not template:
             return None
         moves, per_core = [], self.per_core
@@ -181,7 +191,7 @@ class Templates:
         key = (group, routed)
         template = self._templates.get(key)
         if template is None:
-            template = self._templates[key] = self._overflow_template(self.world._groups[group], routed)
+            template = self._templates[key] = self._overflow_template(self._members[group], routed)
         if not template:
             return None
         moves, made, surf_id, per_core = [], set(), self.surf_id, self.per_core
@@ -243,3 +253,13 @@ class Templates:
                              eff.retries * S_RETRIES + eff.seen * S_SEEN))  # a reload's overflow bookkeeping
         return template
 
+
+def _effects_class(group: list) -> tuple:
+    """What a template reads of a group's effects: per outcome everything but the surviving nodes' codes
+    (the plan takes those from each surface, :func:`.shape.rebase_plan`), so groups that share their
+    runs (:mod:`.shape`: a run is keyed on what it reads, coarser than a group) share one template."""
+    out = []
+    for outcome, eff in group:
+        kept = {new for new in eff.ret if new >= 0}
+        out.append((outcome, eff[1:], len(eff.surf), tuple(code for i, code in enumerate(eff.surf) if i not in kept)))
+    return tuple(out)
