@@ -13,7 +13,9 @@ back to a balanced cut (spec 3, 7) stops at ``m`` at the latest. So the prefix `
 either shadowed whole by the first checkpoint or left untouched, and what the model reads of it
 is: its length, its price sum (threshold, spec 9.2; shrink rule, spec 8.2 step 10; the
 ``/compact`` report), and where its big tool results are (the pruner, spec 6, rewrites each in
-place). The *shape* is ``(m, Σ prices, big-result positions, tail)``; runs are memoised on it
+place). Of the tail it reads each node's price, pairing delta and whether it is big (:func:`alike`:
+the snapshots ``cX`` and ``cY`` read alike). The *shape* is ``(m, Σ prices, big-result positions,
+tail)``; a group of surfaces of one shape shares its runs, and runs are memoised on what they read
 and their :class:`~.oracle.Effect` is re-based positionally onto each surface of that shape
 (:func:`rebase`): surviving nodes keep their own codes, new nodes take the run's.
 
@@ -157,11 +159,11 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
         return ("~f", m > 0, pairing(surf), pruned_at(surf)[1] if op != "manual" else ()) + side
     framed = FRAMED.get(outcome)
     if framed is None:  # an outcome whose summary is not known here: the sum itself
-        return ("~", m, total, big, tail) + side
+        return ("~", m, total, big, alike(tail)) + side
     shrink = shrink_class(total, framed, len(big), tail, op != "manual")
     if shrink == 0 and outcome != "concurrent":  # rejected at every range end: read as a failed summary is
         return ("~x", pairing(surf), pruned_at(surf)[1] if op != "manual" else ()) + side
-    return ("~s", m, shrink, big, tail) + side
+    return ("~s", m, shrink, big, alike(tail)) + side
 
 
 @lru_cache(maxsize=1 << 16)
@@ -177,6 +179,15 @@ def pairing(surf: tuple) -> tuple:
     """What the tool-pairing fold (spec 3) reads of a surface: each node's delta (+ its tool calls, −1 a
     result, else 0), a count, ids not matched; it raises where the count goes below zero."""
     return tuple(C.TOOL_DELTA.get(code, 0) for code in surf)
+
+
+@lru_cache(maxsize=1 << 16)
+def alike(tail: tuple) -> tuple:
+    """What a run reads of each tail node (the module docstring): its price (spec 4: the retention walk,
+    the measurements, the shrink rule's part ``c``), its pairing delta (spec 3) and whether the pruner
+    rewrites it (spec 6). Two codes alike in all three (the runtime-context snapshots ``cX`` and ``cY``)
+    are read alike; a survivor keeps its own code (:func:`rebase`)."""
+    return tuple((oracle.price(code), C.TOOL_DELTA.get(code, 0), code == BIG_RESULT) for code in tail)
 
 
 SUMLESS_OUTCOMES = frozenset({"fail", "cancel"})
