@@ -34,7 +34,8 @@ BOUNDS = {"default": Bounds(), "6/2/2": Bounds(6, 2, 2)}
 
 def cold() -> None:
     """Forget every memo that outlives a World, so each round pays for its model runs."""
-    for table in (oracle.gamma, oracle._gamma_nodes, shape.split, shape.signature, shape._breakpoints, shape.rebase_plan):
+    for table in (oracle.gamma, oracle._gamma_nodes, shape.split, shape.signature, shape._breakpoints, shape.rebase_plan,
+                  shape.pruned_at, shape.pairing, shape.alike):
         table.cache_clear()
     safety._PROJECTED.clear()
 

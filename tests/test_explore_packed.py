@@ -108,3 +108,25 @@ def test_every_state_is_checked_once_found(variant, bounds):
     expected = {i: found for i, state in enumerate(exp.states) if (found := check_state(state[SURF], state[RET]))}
     assert exp.state_violations == expected
     assert bool(expected) == (variant is not CORRECT)
+
+
+def test_groups_that_share_their_runs_share_one_template(monkeypatch):
+    """A template is kept per effects class (templates._effects_class): far fewer than shape groups. Negative
+    control: a class that forgets the effects' labels lets one group's edges carry another's labels."""
+    from surfacecheck.explore import templates
+
+    made: list = []
+    real_init = packed.Packer.__init__
+    monkeypatch.setattr(packed.Packer, "__init__", lambda self, world: (real_init(self, world), made.append(self))[0])
+    world = World(Bounds(5, 2, 1))
+    bfs.explore(world)
+    shared = made[-1].templates
+    assert 0 < len(shared._members) * 4 < len(shared._classes) <= len(world._groups)
+
+    real_class = templates._effects_class
+    monkeypatch.setattr(templates, "_effects_class",
+                        lambda group: real_class([(outcome, eff._replace(label="")) for outcome, eff in group]))
+    wrong = bfs.explore(World(Bounds(4, 1, 1)))
+    monkeypatch.undo()
+    right = _compact(World(Bounds(4, 1, 1)))
+    assert wrong.states == right.states and wrong.edges != right.edges
