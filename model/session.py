@@ -52,8 +52,19 @@ class Session:
 
 
 # -- JSON value check (spec 1.3 step 1, `snapshotJsonValue`) ------------------------------------
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def is_lossless_json(value: Any) -> bool:
     """JSON values only: no NaN/Infinity, no -0, string keys, no tuples-as-sets (spec 1.1 `data`)."""
+    kind = type(value)
+    if kind in _PLAIN:  # the common leaves, by exact type (a subclass takes the checks below)
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if not isinstance(key, str) or (type(item) not in _PLAIN and not is_lossless_json(item)):
+                return False
+        return True
     if value is None or isinstance(value, (bool, str)):
         return True
     if isinstance(value, int):

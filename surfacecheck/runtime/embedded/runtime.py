@@ -32,9 +32,12 @@ def copy_json(value: Any) -> Any:
     """A copy of a logged event, so a caller cannot change the log (spec 1.1: events are immutable once written).
     A committed event is lossless JSON (spec 1.3 step 1), a tree of dicts, lists and scalars, so this walk copies
     it as ``deepcopy`` did, at a fraction of its cost (``events`` is asked after every lockstep step)."""
-    if isinstance(value, dict):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list):
+    kind = type(value)
+    if kind is str or kind is int:
+        return value
+    if kind is dict or isinstance(value, dict):
+        return {key: item if type(item) is str else copy_json(item) for key, item in value.items()}
+    if kind is list or isinstance(value, list):
         return [copy_json(item) for item in value]
     return value
 

@@ -18,8 +18,19 @@ from .surface import SurfaceManager
 END_SEED = "session/end-seed"
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
 def is_lossless_json(value: Any) -> bool:
     """`snapshotJsonValue` acceptance (spec 1.3 step 1): finite numbers, no -0, string keys."""
+    kind = type(value)
+    if kind in _PLAIN:  # the common leaves, by exact type (a subclass takes the checks below)
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if not (type(key) is str or isinstance(key, str)) or (type(item) not in _PLAIN and not is_lossless_json(item)):
+                return False
+        return True
     if value is None or isinstance(value, (bool, str, int)):
         return True
     if isinstance(value, float):

@@ -1,0 +1,72 @@
+"""The JSON-value check's fast path (spec 1.3 step 1) answers as its definition does.
+
+`model.session.is_lossless_json` and the embedded runtime's copy take plain leaves and dicts by exact type
+first (issue 19: it runs on every append of the lockstep); a subclass, a float, a tuple or a non-string key
+goes the long way. Both are compared here with the definition they had before, on values of every shape.
+"""
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from model.session import is_lossless_json as model_check
+from surfacecheck.runtime.embedded.runtime import copy_json
+from surfacecheck.runtime.embedded.session import is_lossless_json as embedded_check
+
+
+class Text(str):
+    pass
+
+
+class Mapping(dict):
+    pass
+
+
+def model_definition(value) -> bool:
+    if value is None or isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value) and not (value == 0 and math.copysign(1.0, value) < 0)
+    if isinstance(value, (list, tuple)):
+        return all(model_definition(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and model_definition(v) for k, v in value.items())
+    return False
+
+
+def embedded_definition(value) -> bool:
+    if value is None or isinstance(value, (bool, str, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value) and not (value == 0 and math.copysign(1.0, value) < 0)
+    if isinstance(value, list):
+        return all(embedded_definition(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and embedded_definition(item) for key, item in value.items())
+    return False
+
+
+leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3) | st.builds(Text, st.text(max_size=2)) \
+    | st.just(-0.0) | st.just(float("nan")) | st.just(object())
+keys = st.text(max_size=2) | st.integers(0, 3) | st.builds(Text, st.text(max_size=2))
+values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+                      | st.dictionaries(keys, inner, max_size=3) | st.builds(Mapping, st.dictionaries(keys, inner, max_size=2)),
+                      max_leaves=12)
+
+
+@given(values)
+def test_the_fast_checks_answer_as_their_definitions(value):
+    assert model_check(value) == model_definition(value)
+    assert embedded_check(value) == embedded_definition(value)
+
+
+@given(values)
+def test_a_copied_event_equals_the_event_and_shares_no_container(value):
+    copied = copy_json(value)
+    assert copied == value or copied != copied  # NaN inside: not equal to itself either
+    if isinstance(value, (dict, list)) and value:
+        assert copied is not value
