@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Callable
 
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -135,3 +135,26 @@ def json_equal(a: Any, b: Any) -> bool:
 def canonical(value: Any) -> str:
     """A canonical text for hashing JSON values (sorted keys); not dsh's wire form."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def plain_json_first(value: Any, by_definition: Callable[[Any], bool]) -> bool:
+    """A JSON-value check (spec 1.3 step 1) that answers plain leaves, dicts and lists by exact type and leaves
+    anything else (a float, a tuple, a subclass) to ``by_definition``, the check as its spec words it, which
+    it answers as: a string-keyed dict or a list is lossless iff its items are; a str, int, bool or None is."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if not isinstance(key, str) or (type(item) not in _PLAIN and not plain_json_first(item, by_definition)):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            if type(item) not in _PLAIN and not plain_json_first(item, by_definition):
+                return False
+        return True
+    return by_definition(value)

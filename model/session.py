@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from .errors import SeedError, SessionAppendError, SurfaceError
 from .event import ABSENT, ENVELOPE_KEYS, Event
-from .jsvalue import is_nonneg_safe_integer, is_safe_integer
+from .jsvalue import is_nonneg_safe_integer, is_safe_integer, plain_json_first
 from .surface import Surface, derive_event_message, next_surface
 
 END_SEED = "session/end-seed"
@@ -52,19 +52,15 @@ class Session:
 
 
 # -- JSON value check (spec 1.3 step 1, `snapshotJsonValue`) ------------------------------------
-_PLAIN = frozenset({str, int, bool, type(None)})
-
-
 def is_lossless_json(value: Any) -> bool:
-    """JSON values only: no NaN/Infinity, no -0, string keys, no tuples-as-sets (spec 1.1 `data`)."""
-    kind = type(value)
-    if kind in _PLAIN:  # the common leaves, by exact type (a subclass takes the checks below)
-        return True
-    if kind is dict:
-        for key, item in value.items():
-            if not isinstance(key, str) or (type(item) not in _PLAIN and not is_lossless_json(item)):
-                return False
-        return True
+    """JSON values only: no NaN/Infinity, no -0, string keys, no tuples-as-sets (spec 1.1 `data`). Plain
+    leaves, dicts and lists by exact type first (it runs on every append); anything else (a float, a tuple,
+    a subclass) as :func:`lossless_by_definition` says."""
+    return plain_json_first(value, lossless_by_definition)
+
+
+def lossless_by_definition(value: Any) -> bool:
+    """The check as spec 1.1/1.3 words it, type by type (``is_lossless_json`` answers as this does)."""
     if value is None or isinstance(value, (bool, str)):
         return True
     if isinstance(value, int):
@@ -72,9 +68,9 @@ def is_lossless_json(value: Any) -> bool:
     if isinstance(value, float):
         return math.isfinite(value) and not (value == 0 and math.copysign(1.0, value) < 0)
     if isinstance(value, (list, tuple)):
-        return all(is_lossless_json(item) for item in value)
+        return all(lossless_by_definition(item) for item in value)
     if isinstance(value, dict):
-        return all(isinstance(k, str) and is_lossless_json(v) for k, v in value.items())
+        return all(isinstance(k, str) and lossless_by_definition(v) for k, v in value.items())
     return False
 
 

@@ -1,19 +1,19 @@
 """The JSON-value check's fast path (spec 1.3 step 1) answers as its definition does.
 
 `model.session.is_lossless_json` and the embedded runtime's copy take plain leaves and dicts by exact type
-first (issue 19: it runs on every append of the lockstep); a subclass, a float, a tuple or a non-string key
-goes the long way. Both are compared here with the definition they had before, on values of every shape.
+first (issue 19: it runs on every append of the lockstep); a subclass, a float or a tuple goes the long way,
+`lossless_by_definition`. Both are compared here with that definition, on values of every shape.
 """
 from __future__ import annotations
-
-import math
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from model.session import is_lossless_json as model_check
+from model.session import lossless_by_definition as model_definition
 from surfacecheck.runtime.embedded.runtime import copy_json
 from surfacecheck.runtime.embedded.session import is_lossless_json as embedded_check
+from surfacecheck.runtime.embedded.session import lossless_by_definition as embedded_definition
 
 
 class Text(str):
@@ -22,32 +22,6 @@ class Text(str):
 
 class Mapping(dict):
     pass
-
-
-def model_definition(value) -> bool:
-    if value is None or isinstance(value, (bool, str)):
-        return True
-    if isinstance(value, int):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value) and not (value == 0 and math.copysign(1.0, value) < 0)
-    if isinstance(value, (list, tuple)):
-        return all(model_definition(item) for item in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and model_definition(v) for k, v in value.items())
-    return False
-
-
-def embedded_definition(value) -> bool:
-    if value is None or isinstance(value, (bool, str, int)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value) and not (value == 0 and math.copysign(1.0, value) < 0)
-    if isinstance(value, list):
-        return all(embedded_definition(item) for item in value)
-    if isinstance(value, dict):
-        return all(isinstance(key, str) and embedded_definition(item) for key, item in value.items())
-    return False
 
 
 leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3) | st.builds(Text, st.text(max_size=2)) \

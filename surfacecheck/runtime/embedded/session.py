@@ -12,33 +12,29 @@ from typing import Any, Callable
 
 from model.errors import SessionAppendError
 from model.event import ABSENT
+from model.jsvalue import plain_json_first
 
 from .surface import SurfaceManager
 
 END_SEED = "session/end-seed"
 
 
-_PLAIN = frozenset({str, int, bool, type(None)})
-
-
 def is_lossless_json(value: Any) -> bool:
-    """`snapshotJsonValue` acceptance (spec 1.3 step 1): finite numbers, no -0, string keys."""
-    kind = type(value)
-    if kind in _PLAIN:  # the common leaves, by exact type (a subclass takes the checks below)
-        return True
-    if kind is dict:
-        for key, item in value.items():
-            if not (type(key) is str or isinstance(key, str)) or (type(item) not in _PLAIN and not is_lossless_json(item)):
-                return False
-        return True
+    """`snapshotJsonValue` acceptance (spec 1.3 step 1): finite numbers, no -0, string keys. Plain leaves,
+    dicts and lists by exact type first; anything else as :func:`lossless_by_definition` says."""
+    return plain_json_first(value, lossless_by_definition)
+
+
+def lossless_by_definition(value: Any) -> bool:
+    """The acceptance type by type (``is_lossless_json`` answers as this does)."""
     if value is None or isinstance(value, (bool, str, int)):
         return True
     if isinstance(value, float):
         return math.isfinite(value) and not (value == 0 and math.copysign(1.0, value) < 0)
     if isinstance(value, list):
-        return all(is_lossless_json(item) for item in value)
+        return all(lossless_by_definition(item) for item in value)
     if isinstance(value, dict):
-        return all(isinstance(key, str) and is_lossless_json(item) for key, item in value.items())
+        return all(isinstance(key, str) and lossless_by_definition(item) for key, item in value.items())
     return False
 
 
