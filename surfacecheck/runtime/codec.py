@@ -47,8 +47,8 @@ def event_kwargs(event: Any) -> dict[str, Any]:
     there), so the session itself refuses what dsh refuses (spec 1.3 step 1: undefined data)."""
     if not isinstance(event, dict):
         raise ProtocolError("bad-args", "argument 'event' must be a JSON object")
-    extra = sorted(set(event) - EVENT_KEYS)
-    if extra:
+    if not EVENT_KEYS.issuperset(event):
+        extra = sorted(set(event) - EVENT_KEYS)
         raise ProtocolError("bad-args", f"event has unknown keys {extra} (allowed: {sorted(EVENT_KEYS)}; seq is assigned)")
     if not isinstance(event.get("type"), str):
         raise ProtocolError("bad-args", "event.type must be a string")
