@@ -108,30 +108,6 @@ def _memo_price(original):
     return node_price
 
 
-def _plain_json(original):
-    """`is_lossless_json` (spec 1.3 step 1) answered at once for the values it always accepts (str, int,
-    bool, None by exact type) and for dicts and lists made of them; anything else goes to the model's."""
-    plain = (str, int, bool, type(None))
-
-    def is_lossless_json(value):
-        kind = type(value)
-        if kind in plain:
-            return True
-        if kind is dict:
-            for name, item in value.items():
-                if type(name) is not str or (type(item) not in plain and not is_lossless_json(item)):
-                    return original(value)
-            return True
-        if kind is list:
-            for item in value:
-                if type(item) not in plain and not is_lossless_json(item):
-                    return original(value)
-            return True
-        return original(value)
-
-    return is_lossless_json
-
-
 def _memo_by_identity(original):
     """A pure function of immutable model values (a session, a measurement, a policy), called again with the
     very same objects, gives the same answer: the summary outcomes of one shape group run the same prefix
@@ -154,7 +130,6 @@ def _memo_by_identity(original):
 
 SPEEDUPS = (("model.estimate", "js_length", _memo_length), ("model.estimate", "js_stringify", _memo_stringify),
             ("model.meter", "replay_meter", _memo_replay), ("model.meter", "header_equals", _same_header),
-            ("model.session", "is_lossless_json", _plain_json),
             ("model.meter", "node_price", _memo_price), ("model.projection", "node_price", _memo_price),
             ("surfacecheck.explore.safety", "node_price", _memo_price),
             ("model.policy", "measure", _memo_by_identity), ("model.policy", "prune_session", _memo_by_identity),
@@ -164,8 +139,9 @@ SPEEDUPS = (("model.estimate", "js_length", _memo_length), ("model.estimate", "j
             ("model.transaction", "validate_surface_region", _memo_by_identity),
             ("model.transaction", "inspect_entry_state", _memo_by_identity))
 """Memoised pure helpers (same results: a string's JS length, a JSON value's stringification, the
-meter state after a log prefix, a header compared with itself, an event's price, the JSON check of
-plain values), installed while the oracle runs the model; model code is unchanged."""
+meter state after a log prefix, a header compared with itself, an event's price, an op's steps before
+the summarizer on the very same session), installed while the oracle runs the model; model code is
+unchanged."""
 
 
 @dataclass(frozen=True)

@@ -154,15 +154,16 @@ def view(op: str, surf: tuple, outcome: str, routed: bool, settings: oracle.Sett
     m, total, big, tail = signature(surf, retain_tokens(settings) if op == "pressure" else 0)
     if op == "manual":
         big = ()
+    pruner_reads = pruned_at(surf)[1] if op != "manual" else ()  # spec 11.2: /compact does not prune
     if m == 0 or outcome in SUMLESS_OUTCOMES:  # no summary arrives (none is asked for without a range): the
         # surface is read by the pruner and for whether a range exists only (the module docstring)
-        return ("~f", m > 0, pairing(surf), pruned_at(surf)[1] if op != "manual" else ()) + side
+        return ("~f", m > 0, pairing(surf), pruner_reads) + side
     framed = FRAMED.get(outcome)
     if framed is None:  # an outcome whose summary is not known here: the sum itself
         return ("~", m, total, big, alike(tail)) + side
     shrink = shrink_class(total, framed, len(big), tail, op != "manual")
     if shrink == 0 and outcome != "concurrent":  # rejected at every range end: read as a failed summary is
-        return ("~x", pairing(surf), pruned_at(surf)[1] if op != "manual" else ()) + side
+        return ("~x", pairing(surf), pruner_reads) + side
     return ("~s", m, shrink, big, alike(tail)) + side
 
 

@@ -41,10 +41,9 @@ class Templates:
         """What a template keeps of a move but its successor: the action, a number for the deltas and kind
         (two moves to one successor with the same number are one move), the counters' part of Δstate, and
         the tail of the relative move (:meth:`.packed.Packer.move`)."""
-        de, dc, dk, ds, dt, dg = deltas
         counters = self.packer.move(action, 0, *deltas, edge)[2]
         number = self._kinds.setdefault((deltas, kind), len(self._kinds))
-        return action, number, counters, (de, dc, dk, ds, dt, dg, edge)
+        return action, number, counters, deltas + (edge,)
 
     def moves(self, name: str, sid: int, surf: tuple, pend, ret: int, ctx: str, retries: int, seen: bool,
               routed: bool) -> list | None:
