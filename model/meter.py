@@ -245,9 +245,11 @@ def measure_state(state: MeterState, request_header: dict | None = None) -> Meas
 
 
 def _optional_header_equals(left: dict | None, right: dict | None) -> bool:
+    """`optionalHeaderEquals` (spec 4.3). The anchor's header is usually the very header the meter holds: a
+    JSON value (spec 1.3 step 1 refuses NaN, the one value `===` finds unequal to itself) equals itself."""
     if left is None or right is None:
         return left is right
-    return header_equals(left, right)
+    return left is right or header_equals(left, right)
 
 
 def replay_meter(events, event_at: Callable[[int], Event | None] | None = None) -> MeterState:

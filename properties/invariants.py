@@ -23,6 +23,10 @@ def _ok(result: Any) -> bool:
     return isinstance(result, dict) and "error" not in result and "__crash__" not in result
 
 
+def _as_list(value: Any) -> list:
+    return value if type(value) is list else list(value)
+
+
 def _replace_marker(step: Step) -> dict | None:
     event = step.args.get("event") if step.op == "append" else None
     op = event.get("surfaceOp") if isinstance(event, dict) else None
@@ -53,13 +57,15 @@ class _Watcher:
         self.prices: list[int] | None = []
 
     def remember(self, query) -> None:
+        """Keep this step's answers for the next step. An answer is a value nobody changes afterwards (each
+        query's answer is its own object), so a list is kept as it is; anything else becomes a list."""
         surface = query("surface", {})
         if _ok(surface):
-            self.nodes, self.generation = list(surface.get("nodes", [])), surface.get("generation", 0)
+            self.nodes, self.generation = _as_list(surface.get("nodes", [])), surface.get("generation", 0)
         cuts = query("cuts", {})
-        self.cuts = list(cuts["balanced"]) if _ok(cuts) and "balanced" in cuts else None
+        self.cuts = _as_list(cuts["balanced"]) if _ok(cuts) and "balanced" in cuts else None
         measure = query("measure", {})
-        self.prices = list(measure["prices"]) if _ok(measure) and "prices" in measure else None
+        self.prices = _as_list(measure["prices"]) if _ok(measure) and "prices" in measure else None
 
     def fail(self, number: int, message: str, expected=None, observed=None) -> Violation:
         return Violation(self.name, message, number, expected, observed)
@@ -75,7 +81,7 @@ class GenerationCountsReplaces(_Watcher):
         surface = query("surface", {})
         if not _ok(surface):
             return None
-        nodes, gen = list(surface.get("nodes", [])), surface.get("generation")
+        nodes, gen = _as_list(surface.get("nodes", [])), surface.get("generation")
         self.remember(query)
         if step.op == "reset":
             if gen != 0 or nodes:

@@ -237,6 +237,7 @@ class IncrementalMeter:
 
 
 def _optional_header_equals(left: dict | None, right: dict | None) -> bool:
+    """`optionalHeaderEquals` (spec 4.3); a header equals itself (a lossless JSON value has no NaN, spec 1.3)."""
     if left is None or right is None:
         return left is right
-    return header_equals(left, right)
+    return left is right or header_equals(left, right)
