@@ -53,7 +53,13 @@ class OneDrawRules(RuleStrategy):
         """A rule may run now: its bundles hold values and its preconditions are true (Hypothesis's ``is_valid``,
         without its observability counters)."""
         machine = self.machine
-        return all(machine.bundle(b.name) for b in rule.bundles) and all(p(machine) for p in rule.preconditions)
+        for bundle in rule.bundles:
+            if not machine.bundle(bundle.name):
+                return False
+        for holds in rule.preconditions:
+            if not holds(machine):
+                return False
+        return True
 
     def do_draw(self, data):
         valid = [rule for rule in self.rules if self._valid(rule)]
