@@ -15,6 +15,8 @@ the figure ``verify --json`` prints as ``steps_per_second``, as a ratio against 
 (``run_level(fast=False)``: every answer normalised and walked, every oracle question asked again), the variant
 that loses; and (issue 19 part 2) against Hypothesis's own rule strategy (``verify-hypothesis-rules``: a rule
 index, a feature flag per rule looked at, retries) instead of one draw among the valid rules, which loses too.
+And (stop 31) against stop 30's draws and collector (``verify-stop-30``: each rule argument in a span of its own,
+Python's default collector thresholds), which loses too.
 ``SURFACECHECK_BENCH_PROFILE`` picks the verify profile (default ``ci``).
 
 Run ``python -m pytest benchmarks/bench_lockstep.py`` (pytest-benchmark; steps/s in ``extra_info``)
@@ -31,18 +33,23 @@ import pytest
 from properties.monitors import lookup
 from properties.stateful import events as ev
 from properties.stateful.base import LockstepMachine
+from properties.stateful.selection import OneDrawRules
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step
 from surfacecheck.verify.lockstep import Lockstep
+from surfacecheck.verify import runner
 from surfacecheck.verify.runner import CI_SEED, monitors_for, run_level
 
 ROUNDS = 25
 VARIANTS = {"embedded": ("embedded", True), "model-only": ("model", False),
             "cmd-embedded": ("cmd:python -m surfacecheck.serve embedded", True)}
-VERIFY_VARIANTS = {"verify": (True, True), "verify-old-path": (False, True), "verify-hypothesis-rules": (True, False)}
-"""(``fast``, ``one_draw``): the verify lockstep's comparison path, the shortcut and the reused answers or the old
-one (loses); and the rule choice, one draw (:class:`~properties.stateful.selection.OneDrawRules`) or Hypothesis's
-own rule strategy (loses)."""
+VERIFY_VARIANTS = {"verify": (True, True, True), "verify-old-path": (False, True, True),
+                   "verify-hypothesis-rules": (True, False, True), "verify-stop-30": (True, True, False)}
+"""(``fast``, ``one_draw``, ``stop_31``): the verify lockstep's comparison path, the shortcut and the reused answers
+or the old one (loses); the rule choice, one draw (:class:`~properties.stateful.selection.OneDrawRules`) or
+Hypothesis's own rule strategy (loses); and issue 19's stop-31 switches, the arguments drawn inside the rule's span
+and the collector's thresholds while a level runs, or each argument in a span of its own and Python's default
+thresholds, as at stop 30 (loses)."""
 VERIFY_PROFILE = os.environ.get("SURFACECHECK_BENCH_PROFILE", "ci")
 
 
@@ -119,17 +126,21 @@ def test_lockstep_throughput(benchmark, steps, variant):
     benchmark.extra_info.update(steps=len(steps), steps_per_second=round(len(steps) / seconds, 1))
 
 
-def run_verify(fast: bool, one_draw: bool = True, profile: str = VERIFY_PROFILE) -> tuple[int, float]:
+def run_verify(fast: bool, one_draw: bool = True, stop_31: bool = True,
+               profile: str = VERIFY_PROFILE) -> tuple[int, float]:
     """One level-``log`` verify run on the embedded runtime (seed ``CI_SEED``, unshrunk): (steps, seconds).
-    ``one_draw=False``: Hypothesis's own rule strategy (its examples differ, so compare seconds per step)."""
+    ``one_draw=False``: Hypothesis's own rule strategy; ``stop_31=False``: a span per argument and the default
+    collector (their examples differ, so compare seconds per step)."""
     runtime, reference = open_runtime("embedded"), open_runtime("model")
-    saved = LockstepMachine.rule_selection
+    saved = LockstepMachine.rule_selection, OneDrawRules.flat_arguments, runner.GC_THRESHOLD
     if not one_draw:
         LockstepMachine.rule_selection = None
+    if not stop_31:
+        OneDrawRules.flat_arguments, runner.GC_THRESHOLD = False, None
     try:
         result = run_level(runtime, reference, "log", profile, CI_SEED, shrink=False, fast=fast)
     finally:
-        LockstepMachine.rule_selection = saved
+        LockstepMachine.rule_selection, OneDrawRules.flat_arguments, runner.GC_THRESHOLD = saved
         runtime.close()
     assert result.status == "ok", result.to_json()
     return result.steps, result.seconds

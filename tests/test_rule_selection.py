@@ -58,3 +58,15 @@ def test_every_argument_but_a_bundle_is_drawn_flat():
     for _level, rule in RULES:
         for name, draw in argument_drawers(rule):
             assert (draw is None) == isinstance(rule.arguments_strategies[name], Bundle), (rule, name)
+
+
+def test_a_level_collects_less_often_and_gives_the_collector_back():
+    import gc
+
+    from surfacecheck.verify.runner import GC_THRESHOLD, few_collections
+
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    with few_collections():
+        inside = gc.get_threshold(), gc.get_freeze_count()
+    assert inside[0] == GC_THRESHOLD != before and inside[1] > frozen
+    assert (gc.get_threshold(), gc.get_freeze_count()) == (before, frozen)

@@ -26,7 +26,6 @@ class LogMachine(LockstepMachine):
         self.step_open = False
         self.answered = False
         self.calls: dict[str, int] = {}  # call id -> tool/call seq
-        self._results_seen: tuple[int, list[int]] = (-1, [])  # (context.steps, results_on_surface) of that step
         super().__init__()
 
     # -- the agent loop's events (spec 1.2, 13) ------------------------------------------------------
@@ -109,22 +108,13 @@ class LogMachine(LockstepMachine):
         self.append({"type": kind, "data": data}, f"{kind}: log-only, expires any armed claim")
 
     # -- the metering producers (spec 5.1, 6, 8.2) --------------------------------------------------
-    def results_on_surface(self) -> list[int]:
-        """Positions of the surface nodes that are tool/results this machine appended (empty when the meter
-        cannot price them: nothing to prune). Asked before every rule choice, so worked out once per step."""
-        steps, known = self._results_seen
-        if steps != self.context.steps:
-            events = self.events
-            known = [] if self.prices() is None else \
-                [i for i, seq in enumerate(self.surface()) if events.get(seq, {}).get("type") == "tool/result"]
-            self._results_seen = (self.context.steps, known)
-        return known
-
-    @precondition(lambda self: self.results_on_surface())
     @rule(pick=st.integers(0, 50), error=st.sampled_from((0, 0, 0, 1, -2)), interloper=st.booleans(),
           text=ev.texts)
     def prune_pair(self, pick, error, interloper, text):
-        nodes, prices, known = self.surface(), self.prices(), self.results_on_surface()
+        nodes, prices = self.surface(), self.prices()
+        known = [i for i, seq in enumerate(nodes) if self.events.get(seq, {}).get("type") == "tool/result"]
+        if not known or prices is None:
+            return
         index = known[pick % len(known)]
         seq = nodes[index]
         price = prices[index] + error
@@ -135,11 +125,12 @@ class LogMachine(LockstepMachine):
             self.append({"type": "agent/status", "data": {"status": "busy"}}, "an intervening log-only event")
         self.append(ev.rewritten_result(self.events[seq], text, seq), f"tool/result rewrite of {seq}")
 
-    @precondition(lambda self: self.surface_size >= 1)
     @rule(a=st.integers(0, 50), b=st.integers(0, 50), priced=st.booleans(), bracket=st.booleans(),
           summary=ev.texts, claim_shift=st.sampled_from((0, 0, 0, 1)))
     def summary_pair(self, a, b, priced, bracket, summary, claim_shift):
         nodes, prices = self.surface(), self.prices()
+        if not nodes:
+            return
         i, j = sorted((a % len(nodes), b % len(nodes)))
         start, end, shadowed = nodes[i], nodes[j], nodes[i:j + 1]
         cid = self.fresh("c")
@@ -207,10 +198,11 @@ class LogMachine(LockstepMachine):
                                                                             "end": nodes[i]},
                      "sourceEventSeqs": [nodes[i]]}, f"but a replace of {nodes[i]}-{nodes[i]} follows")
 
-    @precondition(lambda self: self.surface_size >= 1)
     @rule(a=st.integers(0, 50), b=st.integers(0, 50), text=ev.texts)
     def unpriced_replace(self, a, b, text):
         nodes = self.surface()
+        if not nodes:
+            return
         i, j = sorted((a % len(nodes), b % len(nodes)))
         self.append({**ev.user_message(text, self.fresh("u")), "surfaceOp": {"op": "replace", "start": nodes[i],
                                                                             "end": nodes[j]},
