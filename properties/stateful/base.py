@@ -67,7 +67,9 @@ class RunContext:
 
 
 class LockstepMachine(RuleBasedStateMachine):
-    """Base machine: ``do(op, args)`` runs one step in lockstep; ``context`` is set by :func:`bind`."""
+    """Base machine: ``do(op, args)`` runs one step in lockstep; ``context`` is set by :func:`bind`. A step's
+    violation raises from ``do`` at once, so nothing is left to check between steps (no ``@invariant``: it
+    could not fail, and Hypothesis ran it after every rule)."""
 
     context: RunContext
     level = "log"
