@@ -162,14 +162,16 @@ def few_collections():
     if GC_THRESHOLD is None:  # the benchmark's variant as before
         yield
         return
-    saved = gc.get_threshold()
-    gc.freeze()
+    saved, ours = gc.get_threshold(), gc.get_freeze_count() == 0  # a caller's own frozen objects stay frozen
+    if ours:
+        gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
     try:
         yield
     finally:
         gc.set_threshold(*saved)
-        gc.unfreeze()
+        if ours:
+            gc.unfreeze()
 
 
 def new_seed(profile: str, seed: int | None) -> int:
