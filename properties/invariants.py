@@ -45,6 +45,19 @@ def replacements(before: list[int], after: list[int]) -> list[tuple[int, int, in
     return edits
 
 
+def watched(query) -> tuple[list[int], int | None, list[bool] | None, list[int] | None]:
+    """The surface after a step as the watchers keep it: nodes and generation (``None`` when ``surface`` was
+    refused), the cuts and the prices (``None`` when refused). Each query's answer is its own object that nobody
+    changes afterwards, so a list is kept as it is; anything else becomes a list."""
+    surface = query("surface", {})
+    nodes, generation = (_as_list(surface.get("nodes", [])), surface.get("generation", 0)) if _ok(surface) \
+        else (None, None)
+    cuts = query("cuts", {})
+    measure = query("measure", {})
+    return (nodes, generation, _as_list(cuts["balanced"]) if _ok(cuts) and "balanced" in cuts else None,
+            _as_list(measure["prices"]) if _ok(measure) and "prices" in measure else None)
+
+
 class _Watcher:
     """Base: remembers the surface (nodes, generation), cuts and prices after the previous step."""
 
@@ -57,15 +70,12 @@ class _Watcher:
         self.prices: list[int] | None = []
 
     def remember(self, query) -> None:
-        """Keep this step's answers for the next step. An answer is a value nobody changes afterwards (each
-        query's answer is its own object), so a list is kept as it is; anything else becomes a list."""
-        surface = query("surface", {})
-        if _ok(surface):
-            self.nodes, self.generation = _as_list(surface.get("nodes", [])), surface.get("generation", 0)
-        cuts = query("cuts", {})
-        self.cuts = _as_list(cuts["balanced"]) if _ok(cuts) and "balanced" in cuts else None
-        measure = query("measure", {})
-        self.prices = _as_list(measure["prices"]) if _ok(measure) and "prices" in measure else None
+        """Keep this step's answers for the next step (:func:`watched`). A lockstep step's query derives them
+        once for all its watchers (``query.once``); any other query callable is asked here."""
+        once = getattr(query, "once", None)
+        nodes, generation, self.cuts, self.prices = watched(query) if once is None else once(watched)
+        if nodes is not None:  # a refused surface keeps the last one seen
+            self.nodes, self.generation = nodes, generation
 
     def fail(self, number: int, message: str, expected=None, observed=None) -> Violation:
         return Violation(self.name, message, number, expected, observed)
@@ -81,8 +91,8 @@ class GenerationCountsReplaces(_Watcher):
         surface = query("surface", {})
         if not _ok(surface):
             return None
-        nodes, gen = _as_list(surface.get("nodes", [])), surface.get("generation")
         self.remember(query)
+        nodes, gen = self.nodes, surface.get("generation")
         if step.op == "reset":
             if gen != 0 or nodes:
                 return self.fail(number, f"after reset the surface must be empty at generation 0, got {gen}",
@@ -91,10 +101,12 @@ class GenerationCountsReplaces(_Watcher):
         if gen < before_gen:
             return self.fail(number, f"{step.op}: generation went down from {before_gen} to {gen}", before_gen, gen)
         if step.op == "append":
-            expected = before_gen + (1 if _ok(result) and _replace_marker(step) else 0)
-            if gen != expected or (_ok(result) and result.get("generation", gen) != gen):
+            ok = _ok(result)
+            replace = ok and _replace_marker(step) is not None
+            expected = before_gen + (1 if replace else 0)
+            if gen != expected or (ok and result.get("generation", gen) != gen):
                 return self.fail(number, f"append ({'replace' if _replace_marker(step) else 'no replace'}"
-                                         f"{'' if _ok(result) else ', refused'}): generation {before_gen} -> "
+                                         f"{'' if ok else ', refused'}): generation {before_gen} -> "
                                          f"{gen}, expected {expected}", expected,
                                  {"surface": gen, "result": result.get("generation")})
             return None

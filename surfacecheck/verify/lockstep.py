@@ -76,6 +76,14 @@ class StepQuery:
     def __init__(self, runtime: Runtime, preset: dict[str, dict] | None = None):
         self._runtime = runtime
         self._cache: dict[str, dict] = dict(preset or {})
+        self._derived: dict[Callable, Any] = {}
+
+    def once(self, derive: Callable[["StepQuery"], Any]) -> Any:
+        """``derive(self)``, worked out once per step: every monitor that keeps the same view of the state (e.g.
+        the watchers' surface, cuts and prices) shares it. The answers it reads are this step's, so is it."""
+        if derive not in self._derived:
+            self._derived[derive] = derive(self)
+        return self._derived[derive]
 
     def __call__(self, op: str, args: dict | None = None) -> dict:
         args = args or {}
