@@ -8,7 +8,7 @@ sentinel :data:`ABSENT` means the key was not present at all (``null`` is a pres
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .jsvalue import canonical, is_nonneg_safe_integer
 
@@ -43,6 +43,20 @@ class _Absent:
 
 
 ABSENT: Any = _Absent()
+
+
+class _Once:
+    """A property of a frozen value worked out on first read and kept in the instance's ``__dict__`` (which
+    then answers every later read; ``functools.cached_property`` takes a lock per first read on 3.11)."""
+
+    def __init__(self, derive: Callable[[Any], Any]):
+        self.derive, self.name, self.__doc__ = derive, derive.__name__, derive.__doc__
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.derive(instance)
+        return value
 
 
 @dataclass(frozen=True)
@@ -81,17 +95,17 @@ class Event:
     def __hash__(self) -> int:
         return hash(self.key())
 
-    # -- spec predicates -------------------------------------------------------------------------
-    @property
+    # -- spec predicates (each a function of the frozen event, so worked out once: every fold asks them) --
+    @_Once
     def is_surface_type(self) -> bool:
         """Spec 1.1: the type is surface-eligible (whether or not its marker is valid)."""
         return self.type in SURFACE_EVENT_TYPES
 
-    @property
+    @_Once
     def is_append(self) -> bool:
         return self.is_surface_type and self.surface_op == APPEND
 
-    @property
+    @_Once
     def replace(self) -> Replace | None:
         """The replace range when this is a well-formed replace marker, else None."""
         op = self.surface_op

@@ -228,7 +228,7 @@ def measure_state(state: MeterState, request_header: dict | None = None) -> Meas
     """`measure(session, requestHeader?)` assembly (spec 4.3)."""
     header = state.header if request_header is None else canonical_header(request_header)
     anchor = state.anchor
-    if anchor is not None and _optional_header_equals(anchor.header, header):
+    if anchor is not None and _anchor_matches(anchor, header):
         baseline, delta = anchor.baseline, state.surface_tokens - anchor.surface_tokens
     elif header is None and state.surface_tokens == 0:
         baseline, delta = Baseline("none", 0), 0
@@ -242,6 +242,23 @@ def measure_state(state: MeterState, request_header: dict | None = None) -> Meas
         surface_tokens=state.surface_tokens,
         nodes=state.nodes,
     )
+
+
+_last_match: tuple = (None, None, None, False)  # (anchor, header, header_equals, answer) of the last comparison
+
+
+def _anchor_matches(anchor: Anchor, header: dict | None) -> bool:
+    """`optionalHeaderEquals(anchor.header, header)`, remembered for the last anchor and header objects compared:
+    both are immutable values (spec 1.1) that stay the same across many measures (a step's), while
+    `headerEquals` walks configs, markers, system and tools each time. Keyed by identity, and by the
+    `header_equals` in force, so a patched comparison (an explorer variant) is never answered from the memo."""
+    global _last_match
+    last_anchor, last_header, last_equals, answer = _last_match
+    if last_anchor is anchor and last_header is header and last_equals is header_equals:
+        return answer
+    answer = _optional_header_equals(anchor.header, header)
+    _last_match = (anchor, header, header_equals, answer)
+    return answer
 
 
 def _optional_header_equals(left: dict | None, right: dict | None) -> bool:

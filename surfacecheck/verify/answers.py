@@ -34,9 +34,9 @@ class Answers:
     (``call_many``), else each asked the first time it is needed (``call``, the old order)."""
 
     def __init__(self, runtime: Runtime, requests: list[Request], call: Callable[[Runtime, str, dict], dict],
-                 pipelined: bool = True):
+                 many: Callable[[list[Request]], list] | None = None):
+        """``many``: the runtime's ``call_many`` when its requests are to be pipelined (``None``: one at a time)."""
         self._requests = requests
-        many = getattr(runtime, "call_many", None) if pipelined else None
         self._batch = many(requests) if many is not None else None
         self._runtime, self._call = runtime, call
         self._asked: dict[int, dict] = {}

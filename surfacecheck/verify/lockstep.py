@@ -75,7 +75,7 @@ class StepQuery:
 
     def __init__(self, runtime: Runtime, preset: dict[str, dict] | None = None):
         self._runtime = runtime
-        self._cache: dict[str, dict] = dict(preset or {})
+        self._cache: dict[str, dict] = {} if preset is None else preset  # the lockstep hands over its own dict
         self._derived: dict[Callable, Any] = {}
 
     def once(self, derive: Callable[["StepQuery"], Any]) -> Any:
@@ -89,7 +89,9 @@ class StepQuery:
         args = args or {}
         key = op if not args else f"{op}:{sorted(args.items())!r}"
         if key not in self._cache:
-            self._cache[key] = call_runtime(self._runtime, op, args)
+            observability = self._cache.get(_OBSERVABILITY_KEY) if key == _USAGE_KEY else None
+            self._cache[key] = call_runtime(self._runtime, op, args) if observability is None else \
+                {k: v for k, v in observability.items() if k != "breakdown"}  # the usage part of the answer compared
         return self._cache[key]
 
 
@@ -129,12 +131,15 @@ class Lockstep:
         self.logged = 0  # events of the log compared so far (lockstep-log)
         self.fast = fast  # False: the comparison path before issue 4 part 2 (no shortcut, one request at a time)
         self.expected: dict[str, dict] = {}  # the reference's state answers after the last step, once equal
+        self._many = getattr(runtime, "call_many", None) if fast else None  # a pipelining runtime's batch call
+        queries = [(op, {}) for op in state_queries] + ([OBSERVABILITY] if "projection" in state_queries else [])
+        self._state_requests = tuple(queries)  # read-only questions with constant arguments (see _requests)
 
     def run(self, step: Step) -> tuple[dict, Violation | None]:
         self.steps.append(step)
         number = len(self.steps)
         self.expected = {}
-        answers = Answers(self.runtime, self._requests(step), call_runtime, self.fast)
+        answers = Answers(self.runtime, self._requests(step), call_runtime, self._many)
         observed = answers(0)
         violation = None
         if "__crash__" in observed:
@@ -174,12 +179,10 @@ class Lockstep:
         """The step, then (in lockstep) the state queries in the order they are compared."""
         if self.reference is None:
             return [(step.op, step.args)]
-        queries = [(op, {}) for op in self.state_queries]
-        if "projection" in self.state_queries:
-            queries.append(OBSERVABILITY)
+        requests = [(step.op, step.args), *self._state_requests]
         if "surface" in self.state_queries:
-            queries.append(("events", {"from": 0 if step.op == "reset" else self.logged}))
-        return [(step.op, step.args)] + queries
+            requests.append(("events", {"from": 0 if step.op == "reset" else self.logged}))
+        return requests
 
     def _compare_state(self, number: int, answers: Callable[[int], dict]) -> tuple[Violation | None, dict]:
         seen: dict[str, dict] = {}
@@ -208,8 +211,7 @@ class Lockstep:
             if "__crash__" in observed:
                 return Violation(RUNTIME_EXCEPTION, f"{op} observability query raised {observed['__crash__']}",
                                  number, None, observed["__crash__"]), seen
-            seen[_OBSERVABILITY_KEY] = observed  # StepQuery's keys: a monitor asking gets this answer
-            seen[_USAGE_KEY] = {k: v for k, v in observed.items() if k != "breakdown"}
+            seen[_OBSERVABILITY_KEY] = observed  # StepQuery's key: a monitor asking gets this answer (or its usage part)
             for part, what in OBSERVED_PARTS:
                 if self.fast and expected.get(part) == observed.get(part):
                     continue

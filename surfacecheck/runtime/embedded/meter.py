@@ -43,6 +43,7 @@ class IncrementalMeter:
         self._chunks: dict[int, dict] = {}  # assistant/chunk seq -> data (sources for provider pricing)
         self.ops = 0
         self.error: TokenMeterError | None = None
+        self._matched: tuple | None = None  # (anchor, header, optionalHeaderEquals of the two), see _anchor_matches
 
     # -- reading ------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -81,7 +82,7 @@ class IncrementalMeter:
             raise self.error
         header = self.header if request_header is None else canonical_header(request_header)
         anchor = self.anchor
-        if anchor is not None and _optional_header_equals(anchor[0], header):
+        if anchor is not None and self._anchor_matches(anchor, header):
             kind, tokens, delta = anchor[2], anchor[3], self.surface_tokens - anchor[1]
         elif header is None and self.surface_tokens == 0:
             kind, tokens, delta = "none", 0, 0
@@ -89,6 +90,16 @@ class IncrementalMeter:
             kind, tokens, delta = "estimated", estimate_header(header) + self.surface_tokens, 0
         return {"total": max(0, tokens + delta), "baseline": {"kind": kind, "tokens": tokens},
                 "surface_delta": delta, "surface_tokens": self.surface_tokens, "log_revision": self.consumed}
+
+    def _anchor_matches(self, anchor: tuple, header: dict | None) -> bool:
+        """`optionalHeaderEquals(anchor.header, header)`, kept for the anchor and header it was worked out for
+        (both immutable once folded; a step's measures and the next ones ask it again until either changes)."""
+        last = self._matched
+        if last is not None and last[0] is anchor and last[1] is header:
+            return last[2]
+        answer = _optional_header_equals(anchor[0], header)
+        self._matched = (anchor, header, answer)
+        return answer
 
     # -- folding ------------------------------------------------------------------------------------
     def observe(self, event: dict) -> None:
