@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .frozen import quick_init
 from .jsvalue import canonical, is_nonneg_safe_integer
 
 SURFACE_EVENT_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
@@ -59,6 +60,7 @@ class _Once:
         return value
 
 
+@quick_init
 @dataclass(frozen=True)
 class Replace:
     """A parsed positional replace marker `{op:'replace', start, end}` (spec 2.1)."""
@@ -70,6 +72,7 @@ class Replace:
         return {"op": "replace", "start": self.start, "end": self.end}
 
 
+@quick_init
 @dataclass(frozen=True, eq=False)
 class Event:
     """One log entry: `{type, seq, time, data, sourceEventSeqs?, surfaceOp?, ignorable?}` (spec 1.1)."""

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable
 from .errors import TokenMeterError
 from .estimate import ROLE_OVERHEAD, canonical_header, estimate_content, estimate_header, estimate_message, header_equals
 from .event import Event
+from .frozen import quick_init
 from .surface import derive_event_message
 
 
@@ -80,6 +81,7 @@ def usage_tokens(usage: dict) -> int:
 
 
 # -- state -------------------------------------------------------------------------------------
+@quick_init
 @dataclass(frozen=True)
 class StepStart:
     turn: Any
@@ -87,6 +89,7 @@ class StepStart:
     surface_tokens: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class Baseline:
     """`TokenMeasurementBaseline`: kind `usage` | `estimated` | `none`."""
@@ -95,6 +98,7 @@ class Baseline:
     tokens: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class Anchor:
     header: dict | None
@@ -102,6 +106,7 @@ class Anchor:
     baseline: Baseline
 
 
+@quick_init
 @dataclass(frozen=True)
 class MeterState:
     """Spec 4.2 `ReplayState`: priced surface `(seq, tokens)`, header, open step, anchor."""
@@ -114,6 +119,7 @@ class MeterState:
     anchor: Anchor | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Measurement:
     """`TokenMeasurement` (spec 4.3)."""

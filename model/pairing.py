@@ -14,6 +14,7 @@ from .errors import ToolPairingError
 from .event import Event
 from .session import Session
 from . import walk
+from .frozen import quick_init
 from .walk import Walk
 
 
@@ -27,6 +28,7 @@ def event_delta(event: Event) -> int:
     return 0
 
 
+@quick_init
 @dataclass(frozen=True)
 class Cuts:
     """Spec 3 cache value: `cutBalanced` for the N+1 cuts of one surface generation."""

@@ -16,9 +16,11 @@ from dataclasses import dataclass, replace
 from .errors import ProjectionClaimError
 from .estimate import canonical_header, estimate_system_tokens, estimate_tools_tokens
 from .event import METERING_EVENT_TYPES, Event
+from .frozen import quick_init
 from .meter import node_price
 
 
+@quick_init
 @dataclass(frozen=True)
 class Claim:
     """`ShadowPriceClaim {start, end, tokens}`: the price a metering event says the next replace shadows."""
@@ -28,6 +30,7 @@ class Claim:
     tokens: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class ClaimStep:
     """One step of the claim fold: the signed delta, the claim after the event, and what happened."""
@@ -60,6 +63,7 @@ def fold_claim(claim: Claim | None, event: Event) -> ClaimStep:
     return ClaimStep(tokens - claim.tokens, None, "consume")
 
 
+@quick_init
 @dataclass(frozen=True)
 class SurfaceProjection:
     """Spec 5 / seed §16 state: the running total and the one pending claim. Nothing per node."""
@@ -74,6 +78,7 @@ def fold_projection(state: SurfaceProjection, event: Event) -> SurfaceProjection
 
 
 # -- usage (`tokenUsage`, stateVersion 1) --------------------------------------------------------
+@quick_init
 @dataclass(frozen=True)
 class Buckets:
     uncached_input: int = 0
@@ -91,6 +96,7 @@ class Buckets:
                        self.cache_read + sign * other.cache_read, self.cache_write + sign * other.cache_write)
 
 
+@quick_init
 @dataclass(frozen=True)
 class TokenUsage:
     """`tokenUsage` (spec 5.2): cumulative billing; a same-(turn, step) resample replaces the previous one.
@@ -155,6 +161,7 @@ def fold_pressure(state: ContextPressure, event: Event) -> ContextPressure:
 
 
 # -- composition (`contextBreakdown`, stateVersion 2) --------------------------------------------
+@quick_init
 @dataclass(frozen=True)
 class ContextBreakdown:
     """`contextBreakdown` (spec 5.2): system/tools priced last-wins per header; messages = claim-fold total."""

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 
 from .errors import SeedError, SessionAppendError, SurfaceError
 from .event import ABSENT, ENVELOPE_KEYS, Event
+from .frozen import quick_init
 from .jsvalue import is_nonneg_safe_integer, is_safe_integer, plain_json_first
 from .surface import Surface, derive_event_message, next_surface
 
@@ -21,6 +22,7 @@ END_SEED = "session/end-seed"
 LLM_EVENT_TYPES = frozenset({"request/header", "user/message", "assistant/message", "tool/result"})
 
 
+@quick_init
 @dataclass(frozen=True)
 class Session:
     """Spec Appendix B `Session`: the log, its surface, and where live appends began."""

@@ -13,12 +13,14 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .errors import SurfaceError
 from .event import ABSENT, APPEND, Event, Replace
+from .frozen import quick_init
 from .jsvalue import is_nonneg_safe_integer, json_equal
 
 EventAt = Callable[[int], "Event | None"]
 """Looks an earlier event up by seq (the tool-result rewrite rule compares with the original)."""
 
 
+@quick_init
 @dataclass(frozen=True)
 class Surface:
     """Spec 2.1 state: surface order of node seqs and the monotone `replaceGeneration`."""
@@ -34,6 +36,7 @@ class Surface:
             return -1
 
 
+@quick_init
 @dataclass(frozen=True)
 class SurfacePlan:
     """A validated transition not yet applied: `append`, `replace` (with its span) or `none`."""
