@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from model.frozen import quick_init
+
 FORMAT = "surfacecheck-trace/1"
 SOURCES = ("verify", "prove", "explore", "e2e")  # e2e: a bundle of `surfacecheck e2e dsh` (issue 8)
 LEVELS = ("log", "compaction", "policy")
@@ -42,6 +44,7 @@ class TraceError(ValueError):
         self.path, self.line, self.reason = str(path), line, reason
 
 
+@quick_init  # made once per step of every run (issue 19)
 @dataclass(frozen=True)
 class Step:
     """One protocol request: ``op`` with its ``args``; ``label`` tells the story in spec words."""

@@ -13,10 +13,11 @@ import model.pairing  # noqa: F401
 import model.projection  # noqa: F401
 import model.session  # noqa: F401
 import model.surface  # noqa: F401
+import surfacecheck.trace  # noqa: F401
 from model.frozen import QUICK, quick_init
 
 HOT = {"Event", "Session", "MeterState", "ClaimStep", "Measurement", "SurfacePlan", "Cuts", "SurfaceProjection",
-       "ContextBreakdown", "Surface"}
+       "ContextBreakdown", "Surface", "Step"}
 
 
 def _arguments(cls, salt: int) -> list:
