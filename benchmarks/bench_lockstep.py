@@ -16,7 +16,9 @@ the figure ``verify --json`` prints as ``steps_per_second``, as a ratio against 
 that loses; and (issue 19 part 2) against Hypothesis's own rule strategy (``verify-hypothesis-rules``: a rule
 index, a feature flag per rule looked at, retries) instead of one draw among the valid rules, which loses too.
 And (stop 31) against stop 30's draws and collector (``verify-stop-30``: each rule argument in a span of its own,
-Python's default collector thresholds), which loses too.
+Python's default collector thresholds), which loses too. And (stop 32) against stop 31's cost per step
+(``verify-stop-31``: texts from a seeded ``random.Random``, frozen model values made by the dataclass's own
+``__init__``, every watcher deriving the surface itself, compaction's watchers on a log run), which loses too.
 ``SURFACECHECK_BENCH_PROFILE`` picks the verify profile (default ``ci``).
 
 Run ``python -m pytest benchmarks/bench_lockstep.py`` (pytest-benchmark; steps/s in ``extra_info``)
@@ -25,31 +27,37 @@ or ``python benchmarks/bench_lockstep.py`` for a plain table.
 from __future__ import annotations
 
 import os
+import random
 import sys
 import time
+from contextlib import contextmanager, nullcontext as contextlib_null
 
 import pytest
 
+from model.frozen import QUICK
+from properties.invariants import COMPACTION, POLICY, STANDARD
 from properties.monitors import lookup
+from properties.stateful import words as stateful_words
 from properties.stateful import events as ev
 from properties.stateful.base import LockstepMachine
 from properties.stateful.selection import OneDrawRules
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step
-from surfacecheck.verify.lockstep import Lockstep
+from surfacecheck.verify.lockstep import Lockstep, StepQuery
 from surfacecheck.verify import runner
 from surfacecheck.verify.runner import CI_SEED, monitors_for, run_level
 
 ROUNDS = 25
 VARIANTS = {"embedded": ("embedded", True), "model-only": ("model", False),
             "cmd-embedded": ("cmd:python -m surfacecheck.serve embedded", True)}
-VERIFY_VARIANTS = {"verify": (True, True, True), "verify-old-path": (False, True, True),
-                   "verify-hypothesis-rules": (True, False, True), "verify-stop-30": (True, True, False)}
-"""(``fast``, ``one_draw``, ``stop_31``): the verify lockstep's comparison path, the shortcut and the reused answers
-or the old one (loses); the rule choice, one draw (:class:`~properties.stateful.selection.OneDrawRules`) or
-Hypothesis's own rule strategy (loses); and issue 19's stop-31 switches, the arguments drawn inside the rule's span
-and the collector's thresholds while a level runs, or each argument in a span of its own and Python's default
-thresholds, as at stop 30 (loses)."""
+VERIFY_VARIANTS = {"verify": (True, True, True, True), "verify-old-path": (False, True, True, True),
+                   "verify-hypothesis-rules": (True, False, True, True), "verify-stop-30": (True, True, False, False),
+                   "verify-stop-31": (True, True, True, False)}
+"""(``fast``, ``one_draw``, ``stop_31``, ``stop_32``): the verify lockstep's comparison path, the shortcut and the
+reused answers or the old one (loses); the rule choice, one draw (:class:`~properties.stateful.selection.OneDrawRules`)
+or Hypothesis's own rule strategy (loses); issue 19's stop-31 switches, the arguments drawn inside the rule's span and
+the collector's thresholds while a level runs, or each argument in a span of its own and Python's default thresholds,
+as at stop 30 (loses); and stop 32's, or stop 31's cost per step (:func:`as_at_stop_31`, loses)."""
 VERIFY_PROFILE = os.environ.get("SURFACECHECK_BENCH_PROFILE", "ci")
 
 
@@ -126,11 +134,39 @@ def test_lockstep_throughput(benchmark, steps, variant):
     benchmark.extra_info.update(steps=len(steps), steps_per_second=round(len(steps) / seconds, 1))
 
 
-def run_verify(fast: bool, one_draw: bool = True, stop_31: bool = True,
+def _random_words(count: int, seed: int) -> str:
+    """Stop 31's texts: ``count`` words picked by a ``random.Random`` seeded with ``seed`` (a third as fast)."""
+    return " ".join(random.Random(seed).choices(stateful_words.WORDS, k=count))
+
+
+def _every_standard_monitor(level: str) -> tuple[str, ...]:
+    """Stop 31's monitors: the standard ones on every level, compaction's watchers included on a log run."""
+    return STANDARD + (() if level == "log" else COMPACTION) + (POLICY if level == "policy" else ())
+
+
+@contextmanager
+def as_at_stop_31():
+    """Stop 31's cost per step: seeded-``Random`` texts, the dataclasses' own ``__init__`` for the model's frozen
+    values, no view shared by the watchers of a step (each asks its three queries), every standard monitor."""
+    inits = [(cls, cls.__init__) for cls in QUICK]
+    saved = stateful_words.words, runner.monitors_for, StepQuery.once
+    for cls in QUICK:
+        cls.__init__ = cls._dataclass_init
+    stateful_words.words, runner.monitors_for = _random_words, _every_standard_monitor
+    del StepQuery.once
+    try:
+        yield
+    finally:
+        for cls, init in inits:
+            cls.__init__ = init
+        stateful_words.words, runner.monitors_for, StepQuery.once = saved
+
+
+def run_verify(fast: bool, one_draw: bool = True, stop_31: bool = True, stop_32: bool = True,
                profile: str = VERIFY_PROFILE) -> tuple[int, float]:
     """One level-``log`` verify run on the embedded runtime (seed ``CI_SEED``, unshrunk): (steps, seconds).
     ``one_draw=False``: Hypothesis's own rule strategy; ``stop_31=False``: a span per argument and the default
-    collector (their examples differ, so compare seconds per step)."""
+    collector; ``stop_32=False``: :func:`as_at_stop_31` (their examples differ, so compare seconds per step)."""
     runtime, reference = open_runtime("embedded"), open_runtime("model")
     saved = LockstepMachine.rule_selection, OneDrawRules.flat_arguments, runner.GC_THRESHOLD
     if not one_draw:
@@ -138,7 +174,8 @@ def run_verify(fast: bool, one_draw: bool = True, stop_31: bool = True,
     if not stop_31:
         OneDrawRules.flat_arguments, runner.GC_THRESHOLD = False, None
     try:
-        result = run_level(runtime, reference, "log", profile, CI_SEED, shrink=False, fast=fast)
+        with as_at_stop_31() if not stop_32 else contextlib_null():
+            result = run_level(runtime, reference, "log", profile, CI_SEED, shrink=False, fast=fast)
     finally:
         LockstepMachine.rule_selection, OneDrawRules.flat_arguments, runner.GC_THRESHOLD = saved
         runtime.close()
