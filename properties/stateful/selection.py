@@ -48,6 +48,7 @@ class OneDrawRules(RuleStrategy):
     def __init__(self, machine) -> None:
         super().__init__(machine)
         self._drawers: dict[int, tuple] = {}  # id(rule) -> argument_drawers(rule), made on the rule's first draw
+        self._guarded = [bool(rule.bundles or rule.preconditions) for rule in self.rules]  # else always valid
 
     def _valid(self, rule) -> bool:
         """A rule may run now: its bundles hold values and its preconditions are true (Hypothesis's ``is_valid``,
@@ -62,7 +63,7 @@ class OneDrawRules(RuleStrategy):
         return True
 
     def do_draw(self, data):
-        valid = [rule for rule in self.rules if self._valid(rule)]
+        valid = [rule for rule, guarded in zip(self.rules, self._guarded) if not guarded or self._valid(rule)]
         if not valid:
             return super().do_draw(data)  # Hypothesis's own message: no rule can make progress
         rule = valid[data.draw_integer(0, len(valid) - 1)]

@@ -7,6 +7,7 @@ draws were the largest Hypothesis cost per step once a rule choice was one draw)
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from hypothesis.strategies import SearchStrategy
@@ -17,10 +18,13 @@ _WORD_OF_BYTE = tuple(WORDS[byte % len(WORDS)] for byte in range(256))
 """A byte picks a word: 256 = 19·13 + 9, so the first nine words are each 20/256 of a text, the other four 19/256."""
 
 
+@functools.lru_cache(maxsize=8192)
 def words(count: int, seed: int) -> str:
     """``count`` words of :data:`WORDS`, picked by ``seed``: the first ``count`` bytes of SHAKE-128 of the seed, a
     word each. Texts of different seeds are independent (no shared stream: nearby seeds must not give overlapping
-    texts, whose prices would correlate), and one digest costs a third of seeding a ``random.Random`` (issue 19)."""
+    texts, whose prices would correlate), and one digest costs a third of seeding a ``random.Random`` (issue 19).
+    Kept for the last 8,192 (count, seed) pairs: Hypothesis draws the same small seeds again and again (at the CI
+    seed, level log asks 2,173 texts of 638 pairs)."""
     return " ".join(map(_WORD_OF_BYTE.__getitem__, hashlib.shake_128(seed.to_bytes(4, "little")).digest(count)))
 
 
