@@ -70,6 +70,7 @@ class ModelRuntime:
         self.usage: TokenUsage | None = TokenUsage()  # `tokenUsage` (spec 5.2); None once its fold threw
         self.breakdown: ContextBreakdown | None = ContextBreakdown()  # `contextBreakdown` (spec 5.2); as usage
         self.cuts: Cuts | None = None
+        self._cuts_failure: tuple | None = None  # (surface, cuts, refresh, error) of the last refresh that threw
         self.retained = NEVER  # the runtime-context projection's state (spec 12), live rule per event
         self.adopt(session)
 
@@ -107,8 +108,17 @@ class ModelRuntime:
             self.level_state.observe(event)
 
     def current_cuts(self) -> Cuts:
-        """Spec 3 `balanceCache`: extend within a generation, rebuild after a replace. Raises ToolPairingError."""
-        self.cuts = refresh_cuts(self.cuts, self.session)
+        """Spec 3 `balanceCache`: extend within a generation, rebuild after a replace. Raises ToolPairingError.
+        A refresh that threw throws the same again while the surface, the cache and the fold are the very ones it
+        threw on (the same nodes over the same append-only events): a corrupt surface is not refolded per query."""
+        surface, failed = self.session.surface, self._cuts_failure
+        if failed is not None and failed[0] is surface and failed[1] is self.cuts and failed[2] is refresh_cuts:
+            raise failed[3].with_traceback(None)
+        try:
+            self.cuts = refresh_cuts(self.cuts, self.session)
+        except _FOLD_ERRORS as exc:
+            self._cuts_failure = (surface, self.cuts, refresh_cuts, exc)
+            raise
         return self.cuts
 
     # -- log level (spec 1.3, 2.1, 3, 4.3, 5.1) ---------------------------------------------
