@@ -12,6 +12,7 @@ Log-level ops live here; the compaction and policy levels are in :mod:`.model_le
 """
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 from model.errors import ModelError
@@ -113,11 +114,11 @@ class ModelRuntime:
         threw on (the same nodes over the same append-only events): a corrupt surface is not refolded per query."""
         surface, failed = self.session.surface, self._cuts_failure
         if failed is not None and failed[0] is surface and failed[1] is self.cuts and failed[2] is refresh_cuts:
-            raise failed[3].with_traceback(None)
+            raise copy.copy(failed[3])
         try:
             self.cuts = refresh_cuts(self.cuts, self.session)
-        except _FOLD_ERRORS as exc:
-            self._cuts_failure = (surface, self.cuts, refresh_cuts, exc)
+        except _FOLD_ERRORS as exc:  # kept without its traceback, whose frames would hold the whole step
+            self._cuts_failure = (surface, self.cuts, refresh_cuts, copy.copy(exc))
             raise
         return self.cuts
 
