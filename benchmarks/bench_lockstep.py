@@ -17,8 +17,9 @@ that loses; and (issue 19 part 2) against Hypothesis's own rule strategy (``veri
 index, a feature flag per rule looked at, retries) instead of one draw among the valid rules, which loses too.
 And (stop 31) against stop 30's draws and collector (``verify-stop-30``: each rule argument in a span of its own,
 Python's default collector thresholds), which loses too. And (stop 32) against stop 31's cost per step
-(``verify-stop-31``: texts from a seeded ``random.Random``, frozen model values made by the dataclass's own
-``__init__``, every watcher deriving the surface itself, compaction's watchers on a log run), which loses too.
+(``verify-stop-31``, :func:`as_at_stop_31`: texts from a seeded ``random.Random``, frozen model values made by the
+dataclass's own ``__init__``, prices and header comparisons made afresh, every watcher deriving the surface itself,
+compaction's watchers on a log run), which loses too.
 ``SURFACECHECK_BENCH_PROFILE`` picks the verify profile (default ``ci``).
 
 Run ``python -m pytest benchmarks/bench_lockstep.py`` (pytest-benchmark; steps/s in ``extra_info``)
@@ -34,6 +35,8 @@ from contextlib import contextmanager, nullcontext as contextlib_null
 
 import pytest
 
+from model import meter, projection
+from model.event import Event
 from model.frozen import QUICK
 from properties.invariants import COMPACTION, POLICY, STANDARD
 from properties.monitors import lookup
@@ -41,6 +44,8 @@ from properties.stateful import words as stateful_words
 from properties.stateful import events as ev
 from properties.stateful.base import LockstepMachine
 from properties.stateful.selection import OneDrawRules
+from surfacecheck.runtime import model_runtime
+from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step
 from surfacecheck.verify.lockstep import Lockstep, StepQuery
@@ -144,22 +149,50 @@ def _every_standard_monitor(level: str) -> tuple[str, ...]:
     return STANDARD + (() if level == "log" else COMPACTION) + (POLICY if level == "policy" else ())
 
 
+def _priced_afresh(event) -> int:
+    """Stop 31's ``node_price``: every fold prices the event again."""
+    message = meter.derive_event_message(event)
+    return 0 if message is None else meter.estimate_message(message)
+
+
+def _compared_afresh(anchor, header) -> bool:
+    """Stop 31's anchor check: `optionalHeaderEquals` walked on every measure."""
+    return meter._optional_header_equals(anchor.header, header)
+
+
+def _refreshed_afresh(self):
+    """Stop 31's ``current_cuts``: a corrupt surface refolded on every query."""
+    self.cuts = model_runtime.refresh_cuts(self.cuts, self.session)
+    return self.cuts
+
+
 @contextmanager
 def as_at_stop_31():
-    """Stop 31's cost per step: seeded-``Random`` texts, the dataclasses' own ``__init__`` for the model's frozen
-    values, no view shared by the watchers of a step (each asks its three queries), every standard monitor."""
+    """Stop 31's cost per step: seeded-``Random`` texts made afresh, the dataclasses' own ``__init__`` for the model's
+    frozen values, an event's predicates worked out on every read, every fold pricing the event and every measure
+    comparing the anchor's header afresh, a corrupt surface refolded per query, no view shared by the watchers of a
+    step (each asks its three queries), every standard monitor on a log run."""
     inits = [(cls, cls.__init__) for cls in QUICK]
-    saved = stateful_words.words, runner.monitors_for, StepQuery.once
+    predicates = {name: Event.__dict__[name] for name in ("is_surface_type", "is_append", "replace")}
+    saved = (stateful_words.words, runner.monitors_for, StepQuery.once, meter.node_price, projection.node_price,
+             meter._anchor_matches, ModelRuntime.current_cuts)
     for cls in QUICK:
         cls.__init__ = cls._dataclass_init
+    for name, once in predicates.items():
+        setattr(Event, name, property(once.derive))
     stateful_words.words, runner.monitors_for = _random_words, _every_standard_monitor
+    meter.node_price = projection.node_price = _priced_afresh
+    meter._anchor_matches, ModelRuntime.current_cuts = _compared_afresh, _refreshed_afresh
     del StepQuery.once
     try:
         yield
     finally:
         for cls, init in inits:
             cls.__init__ = init
-        stateful_words.words, runner.monitors_for, StepQuery.once = saved
+        for name, once in predicates.items():
+            setattr(Event, name, once)
+        (stateful_words.words, runner.monitors_for, StepQuery.once, meter.node_price, projection.node_price,
+         meter._anchor_matches, ModelRuntime.current_cuts) = saved
 
 
 def run_verify(fast: bool, one_draw: bool = True, stop_31: bool = True, stop_32: bool = True,
