@@ -31,7 +31,7 @@ import os
 import random
 import sys
 import time
-from contextlib import contextmanager, nullcontext as contextlib_null
+from contextlib import contextmanager, nullcontext
 
 import pytest
 
@@ -207,7 +207,7 @@ def run_verify(fast: bool, one_draw: bool = True, stop_31: bool = True, stop_32:
     if not stop_31:
         OneDrawRules.flat_arguments, runner.GC_THRESHOLD = False, None
     try:
-        with as_at_stop_31() if not stop_32 else contextlib_null():
+        with as_at_stop_31() if not stop_32 else nullcontext():
             result = run_level(runtime, reference, "log", profile, CI_SEED, shrink=False, fast=fast)
     finally:
         LockstepMachine.rule_selection, OneDrawRules.flat_arguments, runner.GC_THRESHOLD = saved

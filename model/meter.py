@@ -140,20 +140,21 @@ class Measurement:
         return tuple(price for _, price in self.nodes)
 
 
-_last_priced: tuple = (None, 0)  # (event, its price): the meter, the claim fold and the breakdown price one event
+_last_priced: tuple = (None, None, None, 0)  # (event, derive, estimate, price): three folds price one event in turn
 
 
 def node_price(event: Event) -> int:
     """A surface node's price: `estimateMessage` of its derived message, 0 when it derives none (spec 4.2). An
     event is a frozen value, so its price is a function of it: the last event priced is answered again without
-    a recount (three folds price each surface event in turn)."""
+    a recount (three folds price each surface event in turn), unless the derivation or the estimate in force was
+    patched since (as `_anchor_matches`, keyed by the functions too)."""
     global _last_priced
-    last, tokens = _last_priced
-    if last is event:
+    last, derive, estimate, tokens = _last_priced
+    if last is event and derive is derive_event_message and estimate is estimate_message:
         return tokens
     message = derive_event_message(event)
     tokens = 0 if message is None else estimate_message(message)
-    _last_priced = (event, tokens)
+    _last_priced = (event, derive_event_message, estimate_message, tokens)
     return tokens
 
 
