@@ -12,9 +12,9 @@ by the child (unknown op, bad args, unsupported level) is raised as
 from __future__ import annotations
 
 import collections
+import io
 import json
 import os
-import queue
 import shlex
 import signal
 import subprocess
@@ -24,14 +24,13 @@ import weakref
 from typing import Any
 
 from .api import LEVELS, PROTOCOL, ProtocolError, RuntimeUnavailable
+from .pipe import LinePipe, LineTooLong, PipeClosed, PipeTimeout
 
 STDERR_LINES = 40
 STDERR_LINE_CHARS = 4000
 """A flood of stderr keeps only its tail: so many lines, each cut to so many characters."""
 MAX_LINE = 32 * 1024 * 1024
-"""The longest response line read (characters); a longer one is a protocol failure, not an allocation."""
-_EOF = object()
-_TOO_LONG = object()
+"""The longest response line read (bytes); a longer one is a protocol failure, not an allocation."""
 _LIVE: "weakref.WeakSet[ProcessRuntime]" = weakref.WeakSet()
 
 
@@ -61,7 +60,6 @@ class ProcessRuntime:
         self._next_id = 0
         self._dead: RuntimeUnavailable | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        self._lines: queue.Queue = queue.Queue()
         try:
             argv = list(argv) if argv is not None else shlex.split(command)
         except ValueError as exc:
@@ -71,14 +69,13 @@ class ProcessRuntime:
         try:
             # its own process group, so a grandchild that keeps our pipes open dies with it (:meth:`_kill`)
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True, encoding="utf-8", errors="replace", bufsize=1, env=env,
-                                          start_new_session=True)
+                                          bufsize=0, env=env, start_new_session=True)
         except OSError as exc:
             raise RuntimeUnavailable("exited", f"cannot start runtime command {command!r}: {exc}") from None
         _LIVE.add(self)
-        self._out_thread = threading.Thread(target=self._pump_stdout, daemon=True)
+        # answers are read in the calling thread (pipe.py); stderr, which nobody waits for, by a thread of its own
+        self._pipe = LinePipe(self._proc.stdin.fileno(), self._proc.stdout.fileno(), MAX_LINE)
         self._err_thread = threading.Thread(target=self._pump_stderr, daemon=True)
-        self._out_thread.start()
         self._err_thread.start()
         try:
             self._hello = self._request("hello", {}, handshake_timeout or max(timeout, 10.0))
@@ -112,10 +109,8 @@ class ProcessRuntime:
             except (TypeError, ValueError) as exc:
                 sent.append(ProtocolError("bad-args", f"args of {op!r} are not JSON: {exc}"))
         try:
-            self._proc.stdin.write("".join(line + "\n" for line in lines))
-            self._proc.stdin.flush()
-        except (OSError, ValueError):
-            lost = self._exited(f"could not send {requests[0][0]!r}")
+            self._send("".join(line + "\n" for line in lines), requests[0][0], self.timeout)
+        except RuntimeUnavailable as lost:
             return [lost for _ in requests]
         return [entry if isinstance(entry, ProtocolError) else self._answer(*entry) for entry in sent]
 
@@ -162,24 +157,11 @@ class ProcessRuntime:
         return "".join(self._stderr)
 
     # -- plumbing -----------------------------------------------------------------------------
-    def _pump_stdout(self) -> None:
-        try:
-            while True:
-                line = self._proc.stdout.readline(MAX_LINE + 1)
-                if not line:
-                    break
-                if len(line) > MAX_LINE:
-                    self._lines.put(_TOO_LONG)
-                    return
-                self._lines.put(line)
-        except (OSError, ValueError):  # the pipe closed under us (the child was killed)
-            pass
-        self._lines.put(_EOF)
-
     def _pump_stderr(self) -> None:
+        stderr = io.TextIOWrapper(io.BufferedReader(self._proc.stderr), encoding="utf-8", errors="replace")
         try:
             while True:
-                line = self._proc.stderr.readline(STDERR_LINE_CHARS)
+                line = stderr.readline(STDERR_LINE_CHARS)
                 if not line:
                     break
                 self._stderr.append(line if line.endswith("\n") else line + "…\n")
@@ -222,24 +204,31 @@ class ProcessRuntime:
             line = json.dumps({"id": rid, "op": op, "args": args}, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise ProtocolError("bad-args", f"args of {op!r} are not JSON: {exc}") from None
-        try:
-            self._proc.stdin.write(line + "\n")
-            self._proc.stdin.flush()
-        except (OSError, ValueError):
-            raise self._exited(f"could not send {op!r}")
+        self._send(line + "\n", op, timeout)
         return self._receive(op, rid, timeout)
 
-    def _receive(self, op: str, rid: int, timeout: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
+    def _send(self, text: str, op: str, timeout: float) -> None:
+        """Write ``text`` (one request line, or a pipelined batch) within ``timeout``; a child that stops reading
+        is killed, one that has exited is reported with its status."""
         try:
-            raw = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
+            self._pipe.send(text.encode("utf-8"), time.monotonic() + timeout)
+        except PipeTimeout:
+            raise self._fail("timeout", f"did not read {op!r} within {timeout:g} s; the child was killed") from None
+        except (OSError, ValueError):
+            raise self._exited(f"could not send {op!r}") from None
+
+    def _receive(self, op: str, rid: int, timeout: float) -> dict[str, Any]:
+        try:
+            raw = self._pipe.line(time.monotonic() + timeout)
+        except PipeTimeout:
             raise self._fail("timeout", f"no answer to {op!r} within {timeout:g} s; the child was killed") from None
-        if raw is _EOF:
-            raise self._exited(f"exited before answering {op!r}")
-        if raw is _TOO_LONG:
-            raise self._fail("protocol", f"answered {op!r} with a line longer than {MAX_LINE} characters")
-        return self._response(op, rid, raw)
+        except PipeClosed:
+            raise self._exited(f"exited before answering {op!r}") from None
+        except LineTooLong:
+            raise self._fail("protocol", f"answered {op!r} with a line longer than {MAX_LINE} bytes") from None
+        except (OSError, ValueError):  # the pipe closed under us (the child was killed)
+            raise self._exited(f"exited before answering {op!r}") from None
+        return self._response(op, rid, raw.decode("utf-8", errors="replace"))
 
     def _exited(self, what: str) -> RuntimeUnavailable:
         try:
