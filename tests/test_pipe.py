@@ -2,6 +2,7 @@
 writes that never deadlock against a child blocked on its own full stdout."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -88,3 +89,37 @@ def test_a_silent_child_times_out_at_the_deadline():
 def test_a_child_that_never_reads_times_the_send_out():
     with _piped("import time; time.sleep(30)") as pipe, pytest.raises(PipeTimeout):
         pipe.send(BATCH, time.monotonic() + 0.5)
+
+
+def test_a_child_that_closes_its_stdout_but_never_reads_times_the_send_out_without_spinning():
+    """Its stdout's end (a hang-up poll reports at once, for ever) must not turn the wait for room in stdin into a
+    busy loop that never sees the deadline."""
+    code = "import os, time; os.close(1); time.sleep(30)"
+    with _piped(code) as pipe:
+        began, cpu = time.monotonic(), time.process_time()
+        with pytest.raises(PipeTimeout):
+            pipe.send(BATCH, began + 0.5)
+        assert time.monotonic() - began < 5
+        assert time.process_time() - cpu < 0.3  # waited, did not spin
+
+
+def test_descriptors_numbered_past_select_s_limit_are_read():
+    """``poll``, not ``select``: a long campaign's process may hold a child's pipes at descriptors above 1023."""
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    high = 1500
+    if hard != resource.RLIM_INFINITY and hard <= high + 1:
+        pytest.skip(f"the descriptor limit ({hard}) is too low")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, high + 2), hard))
+    child = _child(ECHO)
+    stdin_fd, stdout_fd = os.dup2(child.stdin.fileno(), high), os.dup2(child.stdout.fileno(), high + 1)
+    try:
+        pipe = LinePipe(stdin_fd, stdout_fd, max_line=1000)
+        pipe.send(b"hello\n", time.monotonic() + 10)
+        assert pipe.line(time.monotonic() + 10) == b"hello\n"
+    finally:
+        os.close(stdin_fd)
+        os.close(stdout_fd)
+        child.kill()
+        child.wait()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -1,14 +1,15 @@
 """A child runtime's stdin and stdout as the protocol client uses them: whole lines read within a deadline, and
 requests written without ever waiting on a child that is itself waiting to write its answers.
 
-The answers are read in the calling thread, straight from the pipe (``select`` for the deadline, ``os.read`` for
-whatever has arrived). Before issue 19 stop 33 a thread read each line and handed it over through a queue: two
+The answers are read in the calling thread, straight from the pipe (``poll`` for the deadline — no limit on the
+descriptor's number, unlike ``select`` — and ``os.read`` for whatever has arrived). Before issue 19 stop 33 a thread read each line and handed it over through a queue: two
 thread wake-ups and a hand-over of the interpreter lock per answer, seven answers a lockstep step. The writes are
 non-blocking: while the child's stdin is full the answers it has already written are read into the buffer, so a
 large batch never deadlocks against a child blocked on a full stdout (what the reader thread used to guarantee).
 """
 from __future__ import annotations
 
+import math
 import os
 import select
 import time
@@ -33,6 +34,11 @@ class LinePipe:
     def __init__(self, stdin_fd: int, stdout_fd: int, max_line: int):
         os.set_blocking(stdin_fd, False)
         self._in, self._out, self.max_line = stdin_fd, stdout_fd, max_line
+        self._readable = select.poll()  # stdout has something (or its end)
+        self._readable.register(stdout_fd, select.POLLIN)
+        self._either = select.poll()  # that, or stdin has room
+        self._either.register(stdout_fd, select.POLLIN)
+        self._either.register(stdin_fd, select.POLLOUT)
         self._buffer = bytearray()
         self._scanned = 0  # the buffer's first bytes known to hold no newline
         self._eof = False
@@ -47,10 +53,10 @@ class LinePipe:
                 continue
             except BlockingIOError:
                 pass
-            readable, _, _ = select.select([] if self._eof else [self._out], [self._in], [], self._left(deadline))
-            if readable:
+            ready = self._either.poll(self._left(deadline))
+            if any(fd == self._out for fd, _ in ready):
                 self._fill()
-            elif time.monotonic() >= deadline:
+            elif not ready and time.monotonic() >= deadline:
                 raise PipeTimeout
 
     def line(self, deadline: float) -> bytes:
@@ -74,7 +80,7 @@ class LinePipe:
                     self._scanned = 0
                     return line
                 raise PipeClosed
-            if not select.select([self._out], [], [], self._left(deadline))[0]:
+            if not self._readable.poll(self._left(deadline)):
                 raise PipeTimeout
             self._fill()
 
@@ -82,9 +88,11 @@ class LinePipe:
         chunk = os.read(self._out, 1 << 16)
         if chunk:
             self._buffer += chunk
-        else:
+        else:  # the end of stdout: from now on its hang-up must not wake a send that waits for room in stdin
             self._eof = True
+            self._either.unregister(self._out)
 
     @staticmethod
-    def _left(deadline: float) -> float:
-        return max(0.0, deadline - time.monotonic())
+    def _left(deadline: float) -> int:
+        """Milliseconds to ``deadline`` for ``poll`` (rounded up: a wait never ends before the deadline)."""
+        return max(0, math.ceil((deadline - time.monotonic()) * 1000))
