@@ -13,9 +13,9 @@ import os
 
 import pytest
 
-from benchmarks.harness import DEFAULT_SIZES, linear_appends
-from benchmarks.variants import EMBEDDED, VARIANTS
-from benchmarks.workload import Workload, is_append
+from surfacecheck.bench.harness import DEFAULT_SIZES, linear_appends
+from surfacecheck.bench.variants import EMBEDDED, VARIANTS
+from surfacecheck.bench.workload import Workload, is_append
 
 SIZES = tuple(int(s) for s in os.environ["SURFACECHECK_BENCH_SIZES"].split(",")) \
     if os.environ.get("SURFACECHECK_BENCH_SIZES") else DEFAULT_SIZES

@@ -35,15 +35,15 @@ from contextlib import contextmanager, nullcontext
 
 import pytest
 
-from model import meter, projection
-from model.event import Event
-from model.frozen import QUICK
-from properties.invariants import COMPACTION, POLICY, STANDARD
-from properties.monitors import lookup
-from properties.stateful import words as stateful_words
-from properties.stateful import events as ev
-from properties.stateful.base import LockstepMachine
-from properties.stateful.selection import OneDrawRules
+from surfacecheck.model import meter, projection
+from surfacecheck.model.event import Event
+from surfacecheck.model.frozen import QUICK
+from surfacecheck.properties.invariants import COMPACTION, POLICY, STANDARD
+from surfacecheck.properties.monitors import lookup
+from surfacecheck.properties.stateful import words as stateful_words
+from surfacecheck.properties.stateful import events as ev
+from surfacecheck.properties.stateful.base import LockstepMachine
+from surfacecheck.properties.stateful.selection import OneDrawRules
 from surfacecheck.runtime import model_runtime
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.select import open_runtime

@@ -18,7 +18,7 @@ import sys
 from contextlib import contextmanager
 
 from benchmarks.bench_lockstep import VERIFY_PROFILE, run_verify
-from properties.stateful.base import LockstepMachine
+from surfacecheck.properties.stateful.base import LockstepMachine
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.verify.runner import CI_SEED, run_level
 

@@ -34,8 +34,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence, TextIO
 
-import scenarios
-from reports.junit import Outcome, TestCase, write_junit
+from surfacecheck import scenarios
+from surfacecheck.reports.junit import Outcome, TestCase, write_junit
 
 from . import __version__
 from .corpus import (
@@ -50,9 +50,9 @@ from .corpus import (
 from .runtime.select import runtime_problem as select_runtime_problem
 from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
 from .stage import INTERRUPT_EXIT, CheckContext, Terminated
-from reports.html_report import write_html
-from reports.screenshot import PNG_FILE, render as render_png
-from reports.stage_lines import stage_line
+from surfacecheck.reports.html_report import write_html
+from surfacecheck.reports.screenshot import PNG_FILE, render as render_png
+from surfacecheck.reports.stage_lines import stage_line
 
 from .coverage.code import Collector
 from .coverage.report import for_check

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 
 from .corpus import GENERATED_DIR, SESSIONS_DIR
 
@@ -86,9 +86,9 @@ def load_runtime(runtime: str) -> Runtime:
     """Import the runtime's functions; raises ``ImportError`` when the model is not there yet."""
     if runtime != "model":  # pragma: no cover - guarded by runtime_problem()
         raise ValueError(runtime)
-    from model.errors import ModelError
-    from model.jsonl import read_log
-    from model.replay import replay
+    from surfacecheck.model.errors import ModelError
+    from surfacecheck.model.jsonl import read_log
+    from surfacecheck.model.replay import replay
 
     return Runtime(read_log=read_log, replay=replay, model_error=ModelError)
 

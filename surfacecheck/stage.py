@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from reports.junit import TestCase
+from surfacecheck.reports.junit import TestCase
 
 OK, VIOLATION, INCONCLUSIVE, SKIPPED = "ok", "violation", "inconclusive", "skipped"
 EXIT_FOR = {OK: 0, SKIPPED: 0, VIOLATION: 1, INCONCLUSIVE: 3}

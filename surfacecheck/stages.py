@@ -13,7 +13,7 @@ import time
 import traceback
 from typing import Any, Sequence
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 
 from .stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult, Terminated, fold_status
 

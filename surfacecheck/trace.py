@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from model.frozen import quick_init
+from surfacecheck.model.frozen import quick_init
 
 FORMAT = "surfacecheck-trace/1"
 SOURCES = ("verify", "prove", "explore", "e2e")  # e2e: a bundle of `surfacecheck e2e dsh` (issue 8)

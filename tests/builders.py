@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from model.session import Session, append
+from surfacecheck.model.session import Session, append
 
 PROVIDER, MODEL = "prov", "mod"
 OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"

@@ -11,23 +11,24 @@ import inspect
 import sys
 import textwrap
 
-import model.manual
-import model.meter
-import model.policy
-import model.region
-import model.session
-import model.transaction
+import surfacecheck.model.manual
+import surfacecheck.model.meter
+import surfacecheck.model.policy
+import surfacecheck.model.region
+import surfacecheck.model.session
+import surfacecheck.model.transaction
+from surfacecheck import model
 import surfacecheck.runtime.model_levels as model_levels
 import surfacecheck.runtime.model_runtime as model_runtime
-from model.config import resolve_compact_spec, resolve_target_policy
-from model.errors import ModelError, ProjectionClaimError, SessionAppendError, TargetPressureConfigError
-from model.meter import measure, measure_state
-from model.projection import Buckets, Claim, ClaimStep, SurfaceProjection, TokenUsage, fold_claim, fold_usage
-from model.region import Range, assert_no_active_compaction
-from model.runtime_context import NEVER, NONE, RetainedSnapshot, is_owned_snapshot, project_sections, text_of
-from model.transaction import Outcome
-from properties.promises import SHRINK_FLOOR
-from properties.promises_measure import _ids as call_ids
+from surfacecheck.model.config import resolve_compact_spec, resolve_target_policy
+from surfacecheck.model.errors import ModelError, ProjectionClaimError, SessionAppendError, TargetPressureConfigError
+from surfacecheck.model.meter import measure, measure_state
+from surfacecheck.model.projection import Buckets, Claim, ClaimStep, SurfaceProjection, TokenUsage, fold_claim, fold_usage
+from surfacecheck.model.region import Range, assert_no_active_compaction
+from surfacecheck.model.runtime_context import NEVER, NONE, RetainedSnapshot, is_owned_snapshot, project_sections, text_of
+from surfacecheck.model.transaction import Outcome
+from surfacecheck.properties.promises import SHRINK_FLOOR
+from surfacecheck.properties.promises_measure import _ids as call_ids
 from surfacecheck.runtime.codec import claimed_messages, context_sections, snapshot_id, step_marker
 from surfacecheck.runtime.model_runtime import ModelRuntime
 

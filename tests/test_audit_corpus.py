@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.generate import LOG_DIR, SCENARIOS
-from model.config import RuntimePolicy
+from surfacecheck.scenarios.generate import LOG_DIR, SCENARIOS
+from surfacecheck.model.config import RuntimePolicy
 from surfacecheck.audit.rules import ERROR, WARNING
 from surfacecheck.audit.run import audit_log, audit_paths, load_known, load_policy, log_key
 from surfacecheck.audit.stage import stage

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from model.event import Event
-from model.meter import node_price
+from surfacecheck.model.event import Event
+from surfacecheck.model.meter import node_price
 from surfacecheck.audit.auditor import Auditor
 from surfacecheck.audit.reader import AuditStream
 

@@ -319,11 +319,11 @@ def test_pressure_below_threshold_prune(corpus, tmp_path):
 def g4_log(tmp_path) -> tuple[Path, dict]:
     """A scenario the corpus lacks (spec §15 G4): an envelope too big to relieve, so every pre-step
     makes two pressure attempts. Written by the model's scripted agent."""
-    from model.agent import DEFAULT_HEADER, Agent, Reply, Turn, run_turn
-    from model.config import RuntimePolicy
-    from model.jsonl import dumps_log
-    from model.policy import Environment
-    from scenarios.generate import read_step, words
+    from surfacecheck.model.agent import DEFAULT_HEADER, Agent, Reply, Turn, run_turn
+    from surfacecheck.model.config import RuntimePolicy
+    from surfacecheck.model.jsonl import dumps_log
+    from surfacecheck.model.policy import Environment
+    from surfacecheck.scenarios.generate import read_step, words
 
     policy = {"thresholdRatio": 0.8, "retainTokens": 100, "compactionRetries": 1, "maxOverflowRetries": 1,
               "maxTokens": 512, "contextWindow": 1000}
@@ -336,7 +336,7 @@ def g4_log(tmp_path) -> tuple[Path, dict]:
 
 
 def test_pressure_attempts_exceeded(tmp_path):
-    from model.config import RuntimePolicy
+    from surfacecheck.model.config import RuntimePolicy
 
     path, policy = g4_log(tmp_path)
     assert found(path, RuntimePolicy.from_json(policy)) == []

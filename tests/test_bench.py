@@ -7,13 +7,13 @@ import itertools
 
 import pytest
 
-from benchmarks.costmodel import cost_model_failures, growth, ops_per_append
-from benchmarks.harness import Point, Series, gate, linear_appends
-from benchmarks.memory import state_bytes
-from benchmarks.variants import EMBEDDED, VARIANTS, CopyOnAppendFold, FullRecount, Variant, lookup
-from benchmarks.workload import Workload, is_append
-from model.event import Event
-from model.replay import replay
+from surfacecheck.bench.costmodel import cost_model_failures, growth, ops_per_append
+from surfacecheck.bench.harness import Point, Series, gate, linear_appends
+from surfacecheck.bench.memory import state_bytes
+from surfacecheck.bench.variants import EMBEDDED, VARIANTS, CopyOnAppendFold, FullRecount, Variant, lookup
+from surfacecheck.bench.workload import Workload, is_append
+from surfacecheck.model.event import Event
+from surfacecheck.model.replay import replay
 from surfacecheck.runtime.embedded.projection import ShadowPriceProjection
 
 COST_SIZES = (100, 1000, 10000)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness import Point, Series
-from benchmarks.variants import VARIANTS, Variant
+from surfacecheck.bench.harness import Point, Series
+from surfacecheck.bench.variants import VARIANTS, Variant
 from surfacecheck.bench import cli as bench_cli
 from surfacecheck.bench import inprocess, measure
 from surfacecheck.bench.plot import figure

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness import MAX_RATIO
+from surfacecheck.bench.harness import MAX_RATIO
 from surfacecheck.bench import measure
 from surfacecheck.cli import main
 from surfacecheck.runtime.api import ProtocolError, RuntimeUnavailable

@@ -229,7 +229,7 @@ def test_shared_corpus_is_complete(corpus):
 
 
 def test_check_with_the_model_on_one_generated_log(tmp_path, corpus):
-    pytest.importorskip("model.replay")
+    pytest.importorskip("surfacecheck.model.replay")
     scenario_dir = tmp_path / "scenarios"
     scenario_dir.mkdir()
     shutil.copy(corpus / "dsh-generated" / "01-prune.jsonl", scenario_dir / "01-prune.jsonl")

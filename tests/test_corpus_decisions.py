@@ -26,15 +26,15 @@ from pathlib import Path
 
 import pytest
 
-from model.config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
-from model.jsonl import read_log
-from model.manual import compact_command, compact_now
-from model.meter import measure
-from model.policy import PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow
-from model.pruner import prune_session
-from model.region import Range, select_compactable_range, validate_surface_region
-from model.session import replay_events
-from model.summarizer import ScriptedSummarizer, SummaryScript
+from surfacecheck.model.config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
+from surfacecheck.model.jsonl import read_log
+from surfacecheck.model.manual import compact_command, compact_now
+from surfacecheck.model.meter import measure
+from surfacecheck.model.policy import PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow
+from surfacecheck.model.pruner import prune_session
+from surfacecheck.model.region import Range, select_compactable_range, validate_surface_region
+from surfacecheck.model.session import replay_events
+from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
 
 LOGS = ["01-prune", "02-pressure-summary", "03-second-generation", "04-prune-then-summary", "05-failed-bracket",
         "06-manual-compact", "07-overflow-recovery", "08-parallel-tool-calls", "09-runtime-context",

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from model.errors import SeedError, SurfaceError
-from model.event import Event
-from model.jsonl import LogFile, read_log
-from model.meter import measure_state, node_price, replay_meter
-from model.pairing import fold_cuts
-from model.projection import ContextBreakdown, fold_breakdown
-from model.replay import replay
-from model.session import END_SEED, replay_events, seeded
-from model.surface import fold_surface
+from surfacecheck.model.errors import SeedError, SurfaceError
+from surfacecheck.model.event import Event
+from surfacecheck.model.jsonl import LogFile, read_log
+from surfacecheck.model.meter import measure_state, node_price, replay_meter
+from surfacecheck.model.pairing import fold_cuts
+from surfacecheck.model.projection import ContextBreakdown, fold_breakdown
+from surfacecheck.model.replay import replay
+from surfacecheck.model.session import END_SEED, replay_events, seeded
+from surfacecheck.model.surface import fold_surface
 
 try:
     from surfacecheck.corpus import corpus_root as _corpus_root
@@ -295,7 +295,7 @@ def test_generated_projection_tracks_the_meter_on_every_prefix(corpus):
     if name not in _names(GENERATED):
         pytest.skip(f"{name} not in the corpus")
     events = list(_log(corpus, GENERATED, name).events)
-    from model.meter import MeterState, fold_meter
+    from surfacecheck.model.meter import MeterState, fold_meter
     lookup = {e.seq: e for e in events}.get
     state, breakdown = MeterState(), ContextBreakdown()
     for event in events:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from model.jsonl import read_log
+from surfacecheck.model.jsonl import read_log
 from surfacecheck.audit.rules import RULES
 from surfacecheck.coverage import situations
 from surfacecheck.coverage.v8 import line_counts, package_of, split_regions
@@ -52,12 +52,12 @@ def test_regions_attribute_lines_to_dsh_source_files(tmp_path):
     ("runtime-context.jsonl", "runtime-context-reemission"), ("crash-reload.jsonl", "reload-end-seed"),
     ("pressure-summary.jsonl", "summary-committed")])
 def test_each_scenario_reaches_its_situation(log, witness):
-    found = situations.witnesses(read_log(ROOT / "scenarios" / "logs" / log).events)
+    found = situations.witnesses(read_log(ROOT / "surfacecheck" / "scenarios" / "logs" / log).events)
     assert witness in found and found[witness] > 0
 
 
 def test_a_log_without_compaction_reaches_none():
-    events = [e for e in read_log(ROOT / "scenarios" / "logs" / "prune.jsonl").events
+    events = [e for e in read_log(ROOT / "surfacecheck" / "scenarios" / "logs" / "prune.jsonl").events
               if not e.type.startswith("compaction/") and e.type != "tool/result"]
     assert not set(situations.witnesses(events)) & {"prune-sufficed", "prune-insufficient", "bracket-failed"}
 

@@ -31,7 +31,7 @@ SCRIPT = {"format": "surfacecheck-e2e-script/1", "name": "stand-in",
 
 def model_log(path: Path, finding_id: str = G10) -> Path:
     """The registered witness of ``finding_id`` run on the model, its session written as a dsh log."""
-    from model.jsonl import write_log
+    from surfacecheck.model.jsonl import write_log
     from surfacecheck.runtime.model_runtime import ModelRuntime
     from surfacecheck.trace import read_trace
 

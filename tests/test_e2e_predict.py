@@ -17,10 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from model.config import RuntimePolicy
-from model.event import ABSENT, Event
-from model.jsonl import dumps_log, read_log
-from scenarios.generate import SCENARIOS, run as run_scenario
+from surfacecheck.model.config import RuntimePolicy
+from surfacecheck.model.event import ABSENT, Event
+from surfacecheck.model.jsonl import dumps_log, read_log
+from surfacecheck.scenarios.generate import SCENARIOS, run as run_scenario
 from surfacecheck.e2e.compare import compare
 from surfacecheck.e2e.paths import paths_exercised
 from surfacecheck.e2e.predict import predict, predict_events

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from model.config import RuntimePolicy
-from model.jsonl import read_log
-from model.meter import MeterState, fold_meter
+from surfacecheck.model.config import RuntimePolicy
+from surfacecheck.model.jsonl import read_log
+from surfacecheck.model.meter import MeterState, fold_meter
 from surfacecheck.audit.run import audit_log
 from surfacecheck.e2e import config as cordis
 from surfacecheck.e2e.runner import (RuntimeFailed, RuntimeNotInstalled, descendants, outside_loopback,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from model.errors import ModelError
+from surfacecheck.model.errors import ModelError
 from surfacecheck.runtime.embedded import EmbeddedRuntime
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.sample import sample_requests

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
-from model.event import ABSENT
-from model.jsonl import read_log
-from model.replay import replay
+from surfacecheck.model.event import ABSENT
+from surfacecheck.model.jsonl import read_log
+from surfacecheck.model.replay import replay
 from surfacecheck.runtime.embedded import EmbeddedRuntime
 from surfacecheck.runtime.embedded.meter import IncrementalMeter, price_message
 from surfacecheck.runtime.embedded.projection import ShadowPriceProjection

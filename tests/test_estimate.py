@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from model.estimate import (
+from surfacecheck.model.estimate import (
     BLOCK_OVERHEAD,
     CHARS_PER_TOKEN,
     ROLE_OVERHEAD,
@@ -22,7 +22,7 @@ from model.estimate import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.jsvalue import js_length, js_stringify
+from surfacecheck.model.jsvalue import js_length, js_stringify
 
 from builders import read_events  # noqa: E402
 RECOVERY_LOG = "examples__headless-agent__tests__snapshots__compaction-recovery__session.jsonl"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from properties.monitors import lookup
+from surfacecheck.properties.monitors import lookup
 from surfacecheck.explore.run import run_explore
 from surfacecheck.explore.stage import CONTROL_BOUNDS
 from surfacecheck.explore.variants import VARIANTS

@@ -140,7 +140,7 @@ def test_cli_oracle_and_exact(capsys):
 def test_the_shape_retention_walk_is_the_models(codes, retain):
     """shape.retained_from walks spec 7 step 3 in one loop; it must be the model's retention_index of the
     pruned prices for every surface and budget."""
-    from model.region import retention_index
+    from surfacecheck.model.region import retention_index
 
     surf = tuple(codes)
     assert shape.retained_from(surf, retain) == retention_index(tuple(shape._pruned_price(c) for c in surf), retain)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from properties.invariants import COMPACTION, POLICY, STANDARD
-from properties.monitors import all_monitors, lookup
-from properties.promises import PROMISES
+from surfacecheck.properties.invariants import COMPACTION, POLICY, STANDARD
+from surfacecheck.properties.monitors import all_monitors, lookup
+from surfacecheck.properties.promises import PROMISES
 from surfacecheck.findings import cli, registry
 from surfacecheck.findings.run import run_findings
 from surfacecheck.findings.search import first_violation, promise_names, scan_log, scan_logs
@@ -107,7 +107,7 @@ def test_standard_invariants_hold_on_every_witness(finding):
 
 def test_promises_hold_on_the_scenario_logs():
     """Negative control: the generated scenario logs are fully metered; no promise fires on them."""
-    import scenarios
+    from surfacecheck import scenarios
 
     paths = [("scenarios", p) for p in sorted(Path(scenarios.LOGS_DIR).glob("*.jsonl"))]
     found, logs = scan_logs(paths)

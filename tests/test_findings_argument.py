@@ -173,7 +173,7 @@ def test_shipped_runtime_claims_reproduce_on_the_binary(tmp_path, capsys):
     claims = [f for f in FINDINGS if f.reachability["kind"] == "shipped-runtime"]
     assert claims
     for script in sorted({f.reachability["e2e"] for f in claims}):
-        code = main(["e2e", "dsh", "--script", str(ROOT / "scenarios" / "e2e" / f"{script}.json"),
+        code = main(["e2e", "dsh", "--script", str(ROOT / "surfacecheck" / "scenarios" / "e2e" / f"{script}.json"),
                      "--bundle-dir", str(tmp_path / script), "--json"])
         document = json.loads(capsys.readouterr().out)
         reproduced = {**document["findings"]["reproduced"], **document["wire"]["reproduced"]}

@@ -22,7 +22,8 @@ import re
 
 import pytest
 
-import model.policy
+import surfacecheck.model.policy
+from surfacecheck import model
 from quirk_patches import (PATCHES, automatic_checks_the_signal, command_reports_success, context_after_pressure,
                            envelope_is_a_config_error, lock_before_overflow_pruning, patch_everywhere,
                            price_unclaimed_replace, retry_only_when_it_fits, skip_the_shrink_floor,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from properties.monitors import all_monitors
-from reports.findings_report import draw_trace, render, write_report
+from surfacecheck.properties.monitors import all_monitors
+from surfacecheck.reports.findings_report import draw_trace, render, write_report
 from surfacecheck.findings import registry
 from surfacecheck.findings.cli import explore_bounds
 from surfacecheck.findings.evidence import PROOFS
@@ -38,7 +38,7 @@ def witnesses_only() -> dict:
 @pytest.fixture(scope="module")
 def small(tmp_path_factory) -> dict:
     """Every discovery engine, small: the scenario logs, 5 examples per Hypothesis run, the explorer at 3/1/1."""
-    import scenarios
+    from surfacecheck import scenarios
 
     logs = [("scenarios", p) for p in sorted(Path(scenarios.LOGS_DIR).glob("*.jsonl"))]
     return run_findings(logs=logs, search_seconds=600, examples_per_run=5, explore_bounds=(3, 1, 1),
@@ -70,7 +70,7 @@ def test_every_promise_is_violated_or_held(witnesses_only):
 
 
 def test_proof_map_names_real_obligations():
-    from properties.proofs import names
+    from surfacecheck.properties.proofs import names
 
     assert {n for pairs in PROOFS.values() for n, _ in pairs} <= set(names())
     assert set(PROOFS) <= set(promise_names())

@@ -7,14 +7,14 @@ import inspect
 
 import pytest
 
-import model.event  # noqa: F401  (the modules whose values are quick to make register them when imported)
-import model.meter  # noqa: F401
-import model.pairing  # noqa: F401
-import model.projection  # noqa: F401
-import model.session  # noqa: F401
-import model.surface  # noqa: F401
+import surfacecheck.model.event  # noqa: F401  (the modules whose values are quick to make register them when imported)
+import surfacecheck.model.meter  # noqa: F401
+import surfacecheck.model.pairing  # noqa: F401
+import surfacecheck.model.projection  # noqa: F401
+import surfacecheck.model.session  # noqa: F401
+import surfacecheck.model.surface  # noqa: F401
 import surfacecheck.trace  # noqa: F401
-from model.frozen import QUICK, quick_init
+from surfacecheck.model.frozen import QUICK, quick_init
 
 HOT = {"Event", "Session", "MeterState", "ClaimStep", "Measurement", "SurfacePlan", "Cuts", "SurfaceProjection",
        "ContextBreakdown", "Surface", "Step"}

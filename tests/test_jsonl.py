@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from model.errors import LogFormatError
-from model.event import Event
-from model.jsonl import LogFile, dumps_log, iter_log, read_log, write_log
+from surfacecheck.model.errors import LogFormatError
+from surfacecheck.model.event import Event
+from surfacecheck.model.jsonl import LogFile, dumps_log, iter_log, read_log, write_log
 
 
 def corpus_root() -> Path | None:

@@ -2,8 +2,8 @@
 and every other recorded log replays cleanly (the registry cannot hide a new failure)."""
 from __future__ import annotations
 
-from model.jsonl import read_log
-from model.replay import replay
+from surfacecheck.model.jsonl import read_log
+from surfacecheck.model.replay import replay
 from surfacecheck.check import known_corpus
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from model.session import is_lossless_json as model_check
-from model.session import lossless_by_definition as model_definition
+from surfacecheck.model.session import is_lossless_json as model_check
+from surfacecheck.model.session import lossless_by_definition as model_definition
 from surfacecheck.runtime.embedded.runtime import copy_json
 from surfacecheck.runtime.embedded.session import is_lossless_json as embedded_check
 from surfacecheck.runtime.embedded.session import lossless_by_definition as embedded_definition

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from model.errors import AbortError, ManualCompactionError
-from model.manual import MESSAGES, CommandResult, command_result, compact_command, compact_now
-from model.meter import measure
-from model.session import Session, append
-from model.summarizer import ScriptedSummarizer, SummaryScript
-from model.transaction import Faults, Outcome
+from surfacecheck.model.errors import AbortError, ManualCompactionError
+from surfacecheck.model.manual import MESSAGES, CommandResult, command_result, compact_command, compact_now
+from surfacecheck.model.meter import measure
+from surfacecheck.model.session import Session, append
+from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
+from surfacecheck.model.transaction import Faults, Outcome
 
 P, M = "prov", "mod"
 SUMMARY = "## Current Work\n- older history condensed"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from model.errors import TokenMeterError
-from model.estimate import estimate_header, estimate_message
-from model.event import ABSENT, Event
-from model.meter import (
+from surfacecheck.model.errors import TokenMeterError
+from surfacecheck.model.estimate import estimate_header, estimate_message
+from surfacecheck.model.event import ABSENT, Event
+from surfacecheck.model.meter import (
     Baseline,
     MeterState,
     assemble_blocks,
@@ -22,8 +22,8 @@ from model.meter import (
     replay_meter,
     usage_tokens,
 )
-from model.session import Session, append, replay_events
-from model.surface import fold_surface
+from surfacecheck.model.session import Session, append, replay_events
+from surfacecheck.model.surface import fold_surface
 
 USAGE = {"inputTokens": 20, "cacheReadTokens": 3, "cacheWriteTokens": 4, "outputTokens": 7, "reasoningTokens": 6}
 
@@ -430,7 +430,7 @@ RECOVERY = "examples__headless-agent__tests__snapshots__compaction-recovery__ses
 
 @pytest.fixture(scope="module")
 def recovery(corpus):
-    from model.jsonl import read_log
+    from surfacecheck.model.jsonl import read_log
     return read_log(corpus / "dsh-sessions" / RECOVERY).events
 
 
@@ -492,7 +492,7 @@ class TestReplayAgreesWithMeter:
 
     @pytest.mark.parametrize("name", sorted(CASES))
     def test_same_error(self, name):
-        from model.replay import replay
+        from surfacecheck.model.replay import replay
         events = self.CASES[name]
         result = replay(events)
         assert not result.ok
@@ -501,13 +501,13 @@ class TestReplayAgreesWithMeter:
 
     def test_surface_validation_comes_first(self):
         """Non-earlier / repeated sources are surface errors before the meter ever sees them (spec 1.4 step 3)."""
-        from model.replay import replay
+        from surfacecheck.model.replay import replay
         assert replay(TestProviderChunks.step_with([2, 99])).error.message == \
             "sourceEventSeqs must reference earlier events: 99 >= current seq 4"
         assert replay(TestProviderChunks.step_with([3, 2, 3])).error.message == "sourceEventSeqs must not contain duplicates"
 
     def test_cross_step_source_chunk(self):
-        from model.replay import replay
+        from surfacecheck.model.replay import replay
         events = _cross_step_source()
         assert meter_error(events) == "token meter: assistant/message at seq 5 source seq 2 belongs to another step"
         assert replay(events).error.message == meter_error(events)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from model.errors import ModelError
-from model.event import Event
-from model.jsonl import decode_record
-from model.replay import replay
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.event import Event
+from surfacecheck.model.jsonl import decode_record
+from surfacecheck.model.replay import replay
 
 
 def test_an_object_as_event_type_is_a_reason_not_a_type_error():
@@ -28,7 +28,7 @@ def test_only_the_previous_steps_chunks_are_remembered():
         events.append(Event("step/start", len(events), 0, {"turn": 1, "step": step}))
         events.append(Event("assistant/chunk", len(events), 0, {"turn": 1, "step": step, "chunk": {}}))
         events.append(Event("step/end", len(events), 0, {"turn": 1, "step": step}))
-    from model import replay as replay_mod
+    from surfacecheck.model import replay as replay_mod
     seen = []
     original = replay_mod.BoundedLookup.remember
 

@@ -11,13 +11,13 @@ import json
 
 import pytest
 
-from model.event import ABSENT
-from model.jsonl import read_log
-from model.meter import measure
-from model.policy import PRESSURE, Environment, compact_if_needed
-from model.config import RuntimePolicy
-from model.region import select_compactable_range
-from model.replay import replay
+from surfacecheck.model.event import ABSENT
+from surfacecheck.model.jsonl import read_log
+from surfacecheck.model.meter import measure
+from surfacecheck.model.policy import PRESSURE, Environment, compact_if_needed
+from surfacecheck.model.config import RuntimePolicy
+from surfacecheck.model.region import select_compactable_range
+from surfacecheck.model.replay import replay
 from surfacecheck.runtime.api import ProtocolError
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.sample import POLICY, sample_requests

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from model.errors import ToolPairingError
-from model.event import ABSENT, Event
-from model.pairing import (
+from surfacecheck.model.errors import ToolPairingError
+from surfacecheck.model.event import ABSENT, Event
+from surfacecheck.model.pairing import (
     EMPTY_CUTS,
     Cuts,
     balanced_after,
@@ -20,8 +20,8 @@ from model.pairing import (
     fold_cuts,
     refresh_cuts,
 )
-from model.session import Session, append
-from model.surface import Surface
+from surfacecheck.model.session import Session, append
+from surfacecheck.model.surface import Surface
 
 
 def user_msg(text: str = "go", kind: str = "user") -> dict:

@@ -11,14 +11,14 @@ import math
 
 import pytest
 
-from model.config import (
+from surfacecheck.model.config import (
     CompactionConfig,
     RuntimePolicy,
     resolve_compact_spec,
     resolve_config,
     resolve_target_policy,
 )
-from model.errors import (
+from surfacecheck.model.errors import (
     AbortError,
     CompactionConfigError,
     CompactionError,
@@ -26,8 +26,8 @@ from model.errors import (
     SummarizerError,
     TargetPressureConfigError,
 )
-from model.meter import measure
-from model.policy import (
+from surfacecheck.model.meter import measure
+from surfacecheck.model.policy import (
     OVERFLOW,
     PRESSURE,
     Environment,
@@ -37,10 +37,10 @@ from model.policy import (
     reset_overflow,
     routed_target,
 )
-from model.prune_content import PRUNE_MARKER, resolve_pruner_config
-from model.session import Session, append
-from model.summarizer import ScriptedSummarizer, SummaryScript
-from model.transaction import Faults
+from surfacecheck.model.prune_content import PRUNE_MARKER, resolve_pruner_config
+from surfacecheck.model.session import Session, append
+from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
+from surfacecheck.model.transaction import Faults
 
 P, M = "prov", "mod"
 NAME = "BasicCompactionConfig"

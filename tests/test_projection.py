@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from model.errors import ProjectionClaimError
-from model.event import ABSENT, Event
-from model.meter import measure_state, node_price, replay_meter
-from model.projection import (
+from surfacecheck.model.errors import ProjectionClaimError
+from surfacecheck.model.event import ABSENT, Event
+from surfacecheck.model.meter import measure_state, node_price, replay_meter
+from surfacecheck.model.projection import (
     Buckets,
     Claim,
     ClaimStep,
@@ -26,8 +26,8 @@ from model.projection import (
     fold_projection,
     fold_usage,
 )
-from model.replay import replay
-from model.session import Session, append
+from surfacecheck.model.replay import replay
+from surfacecheck.model.session import Session, append
 
 
 def user_msg(text: str, mid: str | None = None) -> dict:
@@ -250,7 +250,7 @@ INSTRUCTIONS = "examples__acp-agent__tests__snapshots__agent-instructions__sessi
 
 
 def _events(corpus, name):
-    from model.jsonl import read_log
+    from surfacecheck.model.jsonl import read_log
     return read_log(corpus / "dsh-sessions" / name).events
 
 

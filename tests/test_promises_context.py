@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import quirk_patches
-from properties.monitors import lookup
-from properties.promises_context import PROMISES
+from surfacecheck.properties.monitors import lookup
+from surfacecheck.properties.promises_context import PROMISES
 from surfacecheck.findings.search import first_violation, scan_log
 from surfacecheck.findings.witness_context import BUILDERS
 from surfacecheck.runtime.api import ProtocolError
@@ -20,7 +20,7 @@ from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.trace import read_trace
 from surfacecheck.verify.replay import replay_trace
 
-FINDINGS_DIR = Path(__file__).resolve().parent.parent / "properties" / "findings"
+FINDINGS_DIR = Path(__file__).resolve().parent.parent / "surfacecheck" / "properties" / "findings"
 RECOVERY = "dsh-sessions/examples__headless-agent__tests__snapshots__compaction-recovery__session.jsonl"
 
 
@@ -139,7 +139,7 @@ def test_usage_query_agrees_over_the_corpus(corpus):
 
 def test_promises_hold_on_the_scenario_logs():
     """Negative control: fully metered generated logs (no summary usage recorded) break none of these."""
-    import scenarios
+    from surfacecheck import scenarios
 
     for path in sorted(Path(scenarios.LOGS_DIR).glob("*.jsonl")):
         assert scan_log("scenarios", path, promises=PROMISES) == []

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import properties
+from surfacecheck import properties
 import quirk_patches
-from properties.monitors import all_monitors, lookup
-from properties.promises_measure import HOLDING, PROMISES, PairingById, PressureUpdateConstant
+from surfacecheck.properties.monitors import all_monitors, lookup
+from surfacecheck.properties.promises_measure import HOLDING, PROMISES, PairingById, PressureUpdateConstant
 from surfacecheck.findings import witness
 from surfacecheck.findings.search import _one_run, first_violation, wire
 from surfacecheck.findings.witness_measure import BUILDERS
@@ -177,7 +177,7 @@ def test_holding_promises_hold_over_hypothesis(level):
 def test_holding_promises_hold_over_the_corpus(corpus):
     """Every dsh-sessions and dsh-generated log appended event by event (there the pairing promise judges each
     appended replacement: the log's own prunes and checkpoints)."""
-    from model.jsonl import read_log
+    from surfacecheck.model.jsonl import read_log
 
     paths = sorted((corpus / "dsh-sessions").glob("*.jsonl")) + sorted((corpus / "dsh-generated").glob("*.jsonl"))
     assert len(paths) > 50
@@ -206,7 +206,7 @@ def test_pairing_by_id_catches_a_runtime_that_ignores_pairing(monkeypatch):
     """Negative control: a model whose cuts are all 'balanced' (spec 3 ignored, in range selection and in the
     transaction's check) summarizes the assistant tool call and leaves its result orphaned; caught by id.
     The correct runtimes keep the unit whole on the same steps."""
-    import model.region as region
+    from surfacecheck.model import region as region
 
     steps = _overflow_over_a_tool_unit()
     for good in ("model", "embedded"):
@@ -238,8 +238,8 @@ def test_slack_bound_is_exact_and_catches_a_zero_step_start():
 
 
 def _bench_result(variant: str, sizes=(100, 10_000)) -> dict:
-    from benchmarks.costmodel import ops_per_append
-    from benchmarks.variants import VARIANTS
+    from surfacecheck.bench.costmodel import ops_per_append
+    from surfacecheck.bench.variants import VARIANTS
 
     series = ops_per_append([VARIANTS[variant]], list(sizes), batch_events=120, linear_cap=3)[variant]
     return {"ops_per_append": {str(p.size): p.ops for p in series.points}, "variant": variant}

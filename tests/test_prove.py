@@ -8,8 +8,8 @@ import random
 import pytest
 import z3
 
-from properties.proofs import names, run_obligations
-from properties.proofs.obligation import PROVED, REFUTED
+from surfacecheck.properties.proofs import names, run_obligations
+from surfacecheck.properties.proofs.obligation import PROVED, REFUTED
 from surfacecheck.trace import read_trace
 
 BOUND = 8  # small and fast; tests/test_prove_patched.py breaks the model and expects refutations
@@ -54,7 +54,7 @@ def test_control_traces_are_shared_format_and_replay_with_exit_1(results):
 def test_control_traces_hold_on_the_plain_model(results):
     """The violations are the wrong variants': the same steps through the reference model hold
     (except where the control drops a premise the model itself does not enforce)."""
-    from properties.proofs.replay import replay_steps
+    from surfacecheck.properties.proofs.replay import replay_steps
 
     for result in results[0].values():
         for control in result.controls:
@@ -64,7 +64,7 @@ def test_control_traces_hold_on_the_plain_model(results):
 
 
 def test_symbolic_execution_enumerates_every_path():
-    from properties.proofs.symexec import SymInt, explore
+    from surfacecheck.properties.proofs.symexec import SymInt, explore
 
     x = z3.Int("x")
 
@@ -84,8 +84,8 @@ def test_symbolic_execution_enumerates_every_path():
 def test_cut_legality_encoding_matches_the_executable_model_on_concrete_surfaces():
     """The declarative spec-7 answer the obligation states equals what ModelRuntime's select_range
     returns, on random well-formed surfaces (seeded)."""
-    from properties.proofs.concrete import ASSISTANT, RESULT, USER, min_price, surface_steps
-    from properties.proofs.monitors import cut_legality_problem
+    from surfacecheck.properties.proofs.concrete import ASSISTANT, RESULT, USER, min_price, surface_steps
+    from surfacecheck.properties.proofs.monitors import cut_legality_problem
     from surfacecheck.runtime.select import open_runtime
 
     rng = random.Random(5)
@@ -141,7 +141,7 @@ def test_stage_reports_ok_with_junit_cases(tmp_path, monkeypatch):
 
 def test_cut_legality_at_the_default_bound():
     """One obligation at the command's default bound (24 nodes) inside the suite's time budget."""
-    from properties.proofs import DEFAULT_BOUND, cut_legality
+    from surfacecheck.properties.proofs import DEFAULT_BOUND, cut_legality
 
     status, clauses, cex, reached = cut_legality.prove(DEFAULT_BOUND)
     assert DEFAULT_BOUND >= 24 and status == PROVED and reached == DEFAULT_BOUND and cex is None
@@ -152,7 +152,7 @@ def test_cut_legality_at_the_default_bound():
 def test_smallest_span_on_the_executable_model(span_price, landed):
     """Obligation 6's number, on the model itself: a one-character summary (framed 103) replaces a span
     of 104 tokens and cannot replace one of 103."""
-    from properties.proofs.concrete import USER, NodeWriter
+    from surfacecheck.properties.proofs.concrete import USER, NodeWriter
     from surfacecheck.runtime.select import open_runtime
 
     writer = NodeWriter()

@@ -2,14 +2,15 @@
 refuted, with a counterexample trace that the (broken) model replays to the violation."""
 from __future__ import annotations
 
-import model.pairing
-import model.policy
-import model.projection
-import model.region
-import model.summarizer
-from properties.proofs import (cut_legality, generation_progress, incremental_pairing, pairing_ids,
+import surfacecheck.model.pairing
+import surfacecheck.model.policy
+import surfacecheck.model.projection
+import surfacecheck.model.region
+import surfacecheck.model.summarizer
+from surfacecheck import model
+from surfacecheck.properties.proofs import (cut_legality, generation_progress, incremental_pairing, pairing_ids,
                                projection_equivalence, smallest_span)
-from properties.proofs.obligation import PROVED, REFUTED
+from surfacecheck.properties.proofs.obligation import PROVED, REFUTED
 
 
 def _unbounded_failed(result) -> None:
@@ -100,7 +101,7 @@ def test_a_cheaper_frame_refutes_smallest_compactable_span(monkeypatch):
 def test_a_checkpoint_that_opens_a_call_refutes_the_second_attempt_clause(monkeypatch):
     """Spec 9.4 relies on the checkpoint being neutral (delta 0): make it open a call and the second
     attempt no longer selects it alone."""
-    from properties.proofs.concrete import USER, delta_table
+    from surfacecheck.properties.proofs.concrete import USER, delta_table
 
     table = dict(delta_table())
     table[(USER, 0)] = 1

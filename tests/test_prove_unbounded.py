@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-import model.pairing
-import model.region
-from properties.proofs import (cut_legality, cut_legality_unbounded, incremental_pairing, incremental_unbounded,
+import surfacecheck.model.pairing
+import surfacecheck.model.region
+from surfacecheck import model
+from surfacecheck.properties.proofs import (cut_legality, cut_legality_unbounded, incremental_pairing, incremental_unbounded,
                                pairing_ids, pairing_ids_unbounded)
-from properties.proofs.induction import SymSeq
-from properties.proofs.obligation import PROVED, REFUTED
+from surfacecheck.properties.proofs.induction import SymSeq
+from surfacecheck.properties.proofs.obligation import PROVED, REFUTED
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.errors import PrunerConfigError
-from model.prune_content import (
+from surfacecheck.model.errors import PrunerConfigError
+from surfacecheck.model.prune_content import (
     PRUNE_MARKER,
     PruneGuardError,
     PrunerConfig,

@@ -7,14 +7,14 @@ head + marker + tail rule directly, not with the model's `prune_content`.
 """
 from __future__ import annotations
 
-from model.errors import ModelError
-from model.estimate import estimate_message
-from model.meter import measure
-from model.prune_content import PRUNE_MARKER, resolve_pruner_config
-from model.pruner import prune_session
-from model.replay import replay
-from model.session import Session, append, derive_messages, replay_events, seeded
-from model.transaction import Faults
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.estimate import estimate_message
+from surfacecheck.model.meter import measure
+from surfacecheck.model.prune_content import PRUNE_MARKER, resolve_pruner_config
+from surfacecheck.model.pruner import prune_session
+from surfacecheck.model.replay import replay
+from surfacecheck.model.session import Session, append, derive_messages, replay_events, seeded
+from surfacecheck.model.transaction import Faults
 
 from builders import Log as SharedLog  # noqa: E402
 

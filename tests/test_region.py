@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.errors import CompactionError, ManualCompactionError
-from model.meter import measure
-from model.pairing import fold_cuts
-from model.region import (
+from surfacecheck.model.errors import CompactionError, ManualCompactionError
+from surfacecheck.model.meter import measure
+from surfacecheck.model.pairing import fold_cuts
+from surfacecheck.model.region import (
     Range,
     assert_no_active_compaction,
     inspect_entry_state,
@@ -27,9 +27,9 @@ from model.region import (
     select_compactable_range,
     validate_surface_region,
 )
-from model.session import END_SEED, Session, append, seeded
-from model.summarizer import ScriptedSummarizer, SummaryScript
-from model.transaction import TransactionOptions, compact_surface_region
+from surfacecheck.model.session import END_SEED, Session, append, seeded
+from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
+from surfacecheck.model.transaction import TransactionOptions, compact_surface_region
 
 PROVIDER, MODEL = "prov", "mod"
 LOCK_MESSAGE = "compaction already in progress; the session compaction lock is already active"

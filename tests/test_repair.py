@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from model.errors import SurfaceError
-from model.event import ABSENT, Event
-from model.pairing import fold_cuts
-from model.repair import (
+from surfacecheck.model.errors import SurfaceError
+from surfacecheck.model.event import ABSENT, Event
+from surfacecheck.model.pairing import fold_cuts
+from surfacecheck.model.repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
     TOOL_NOT_STARTED,
@@ -22,8 +22,8 @@ from model.repair import (
     interrupted_turn_closers,
     repair,
 )
-from model.session import Session, append, replay_events, seeded
-from model.surface import fold_surface
+from surfacecheck.model.session import Session, append, replay_events, seeded
+from surfacecheck.model.surface import fold_surface
 
 
 # -- record builders (seq = time = index, as repair.spec.ts does) --------------------------------

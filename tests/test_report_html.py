@@ -70,7 +70,7 @@ def _narrowed(tmp: Path) -> tuple[Path, Path]:
     """Only the prune scenario and a corpus of the one generated prune log: most situations are out of reach."""
     scenarios = tmp / "scenarios"
     scenarios.mkdir()
-    shutil.copy(ROOT / "scenarios" / "logs" / "prune.jsonl", scenarios)
+    shutil.copy(ROOT / "surfacecheck" / "scenarios" / "logs" / "prune.jsonl", scenarios)
     corpus = tmp / "corpus"
     (corpus / "dsh-generated").mkdir(parents=True)
     source = ROOT.parent / "shared" / "corpus" / "dsh-generated"
@@ -98,7 +98,7 @@ def test_an_unreached_sometimes_witness_fails_only_strict(tmp_path):
 
 @browser
 def test_the_page_opens_in_headless_chromium_and_is_screenshotted(checked):
-    from reports import screenshot
+    from surfacecheck.reports import screenshot
 
     _code, out = checked
     html = screenshot.dump_dom(out / "report.html")

@@ -33,7 +33,7 @@ import e2e_faults  # noqa: E402
 from leftovers import alive as _alive, interrupted_report, left as _left  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "scenarios" / "e2e" / "summarizer-fails.json"
+SCRIPT = ROOT / "surfacecheck" / "scenarios" / "e2e" / "summarizer-fails.json"
 """Two model steps per turn, a compaction request whose summary fails, then more turns: request 0 is the first
 step, the compaction request sits in the middle, the last requests close the conversation."""
 STALL = 4.0

@@ -33,7 +33,7 @@ from leftovers import interrupted_report, left as _left  # noqa: E402
 
 TIMEOUT = 4.0
 """The per-call timeout given to every command: a hang costs this much; `slow` answers at 0.9x of it."""
-WITNESS = "properties/findings/G10-compaction-usage-unbilled.jsonl"
+WITNESS = "surfacecheck/properties/findings/G10-compaction-usage-unbilled.jsonl"
 
 
 def _commands(work: Path) -> dict[str, list[str]]:

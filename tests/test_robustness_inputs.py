@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from surfacecheck.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-LOG = (ROOT / "scenarios" / "logs" / "prune.jsonl").read_bytes()
-TRACE = (ROOT / "properties" / "findings" / "G10-compaction-usage-unbilled.jsonl").read_bytes()
-SCRIPT = (ROOT / "scenarios" / "e2e" / "prune-only.json").read_bytes()
+LOG = (ROOT / "surfacecheck" / "scenarios" / "logs" / "prune.jsonl").read_bytes()
+TRACE = (ROOT / "surfacecheck" / "properties" / "findings" / "G10-compaction-usage-unbilled.jsonl").read_bytes()
+SCRIPT = (ROOT / "surfacecheck" / "scenarios" / "e2e" / "prune-only.json").read_bytes()
 POLICY = json.dumps({"contextWindow": 1000, "compaction": {"thresholdRatio": 0.5}}).encode()
 
 # (command, argv before the file) -> the file's role
@@ -29,7 +29,7 @@ COMMANDS = {
     "audit": (["audit"], LOG),
     "replay": (["replay"], TRACE),
     "e2e": (["e2e", "dsh", "--script"], SCRIPT),
-    "policy": (["audit", str(ROOT / "scenarios" / "logs" / "prune.jsonl"), "--policy"], POLICY),
+    "policy": (["audit", str(ROOT / "surfacecheck" / "scenarios" / "logs" / "prune.jsonl"), "--policy"], POLICY),
 }
 
 BAD = {

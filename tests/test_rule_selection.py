@@ -11,8 +11,8 @@ from hypothesis.errors import StopTest
 from hypothesis.internal.conjecture.data import ConjectureData
 from hypothesis.stateful import Bundle
 
-from properties.stateful import MACHINES
-from properties.stateful.selection import OneDrawRules, argument_drawers
+from surfacecheck.properties.stateful import MACHINES
+from surfacecheck.properties.stateful.selection import OneDrawRules, argument_drawers
 
 RULES = [(level, rule) for level, machine in MACHINES.items()
          for rule in OneDrawRules._setup_for(machine)[0]]

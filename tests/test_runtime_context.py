@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from model.event import Event
-from model.runtime_context import (
+from surfacecheck.model.event import Event
+from surfacecheck.model.runtime_context import (
     CLEARED,
     CONTEXT_HEADER,
     NEVER,
@@ -31,7 +31,7 @@ from model.runtime_context import (
     restore_retained,
     text_of,
 )
-from model.session import Session, append
+from surfacecheck.model.session import Session, append
 
 POLICY = [{"name": "policy", "text": "Mode: read-only."}]
 POLICY_TEXT = CONTEXT_HEADER + "Mode: read-only."
@@ -139,7 +139,7 @@ def test_project_message_shape_and_key_order():
         }
     )
     # the message passes the seed message-shape check (identified, role, source.kind, content array)
-    from model.session import message_shape_problem
+    from surfacecheck.model.session import message_shape_problem
 
     assert message_shape_problem({"type": "user/message", "data": message}, 0) is None
 

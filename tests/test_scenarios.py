@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from model.jsonl import read_log
-from model.replay import replay
-from scenarios.generate import LOG_DIR, SCENARIOS, render
+from surfacecheck.model.jsonl import read_log
+from surfacecheck.model.replay import replay
+from surfacecheck.scenarios.generate import LOG_DIR, SCENARIOS, render
 
 NAMES = [scenario.name for scenario in SCENARIOS]
 

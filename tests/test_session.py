@@ -9,9 +9,9 @@ import copy
 
 import pytest
 
-from model.errors import SeedError, SessionAppendError, SurfaceError
-from model.event import ABSENT, Event
-from model.session import (
+from surfacecheck.model.errors import SeedError, SessionAppendError, SurfaceError
+from surfacecheck.model.event import ABSENT, Event
+from surfacecheck.model.session import (
     END_SEED,
     Session,
     append,
@@ -21,7 +21,7 @@ from model.session import (
     request_header,
     seeded,
 )
-from model.surface import derive_event_message, fold_surface
+from surfacecheck.model.surface import derive_event_message, fold_surface
 
 
 # -- builders (dsh message shapes, spec 1.2) -------------------------------------------------------

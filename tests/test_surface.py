@@ -11,10 +11,10 @@ import copy
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from model.errors import SurfaceError
-from model.event import ABSENT, Event
-from model.session import Session, append, derive_messages, replay_events, seeded
-from model.surface import (
+from surfacecheck.model.errors import SurfaceError
+from surfacecheck.model.event import ABSENT, Event
+from surfacecheck.model.session import Session, append, derive_messages, replay_events, seeded
+from surfacecheck.model.surface import (
     Surface,
     SurfaceReplacement,
     apply_plan,

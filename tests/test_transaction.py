@@ -11,18 +11,18 @@ import math
 
 import pytest
 
-from model.errors import (
+from surfacecheck.model.errors import (
     AbortError,
     CompactionError,
     ManualCompactionError,
     SummarizerError,
     SurfaceChangedError,
 )
-from model.estimate import estimate_message
-from model.meter import measure
-from model.region import assert_no_active_compaction
-from model.session import END_SEED, Session, append, derive_messages, replay_events, seeded
-from model.summarizer import (
+from surfacecheck.model.estimate import estimate_message
+from surfacecheck.model.meter import measure
+from surfacecheck.model.region import assert_no_active_compaction
+from surfacecheck.model.session import END_SEED, Session, append, derive_messages, replay_events, seeded
+from surfacecheck.model.summarizer import (
     CLOSE_TAG,
     OPEN_TAG,
     PREAMBLE,
@@ -33,7 +33,7 @@ from model.summarizer import (
     summarization_input,
     summary_request,
 )
-from model.transaction import Faults, TransactionOptions, compact_surface_region
+from surfacecheck.model.transaction import Faults, TransactionOptions, compact_surface_region
 
 PROVIDER, MODEL = "prov", "mod"
 SUMMARY = "## Current Work\n- condensed the repository inspection"

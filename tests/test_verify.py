@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from properties.monitors import lookup
-from properties.policy_invariants import bracket_problem
+from surfacecheck.properties.monitors import lookup
+from surfacecheck.properties.policy_invariants import bracket_problem
 from surfacecheck.cli import main
 from surfacecheck.runtime.api import ProtocolError
 from surfacecheck.runtime.select import open_runtime

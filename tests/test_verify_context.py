@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 import seeded_bugs  # noqa: F401 - registers embedded:<bug>
-from properties.monitors import lookup
+from surfacecheck.properties.monitors import lookup
 from surfacecheck.runtime.api import ProtocolError
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step
 from surfacecheck.verify.lockstep import Lockstep
-from model.runtime_context import CLEARED, CONTEXT_HEADER, NEVER, RUNTIME_CONTEXT_SOURCE, project_sections
+from surfacecheck.model.runtime_context import CLEARED, CONTEXT_HEADER, NEVER, RUNTIME_CONTEXT_SOURCE, project_sections
 
 RUNTIMES = ("model", "embedded")
 SANDBOX = [{"name": "sandbox", "text": "sandbox: read-only"}]

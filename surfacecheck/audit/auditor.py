@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from model.config import RuntimePolicy, resolve_target_policy
-from model.errors import ModelError, ProjectionClaimError
-from model.event import METERING_EVENT_TYPES, Event
-from model.meter import MeterState, fold_meter, measure_state, node_price
-from model.pairing import event_delta
-from model.projection import fold_claim
-from model.replay import BoundedLookup, Replacement
-from model.surface import Surface, apply_plan
+from surfacecheck.model.config import RuntimePolicy, resolve_target_policy
+from surfacecheck.model.errors import ModelError, ProjectionClaimError
+from surfacecheck.model.event import METERING_EVENT_TYPES, Event
+from surfacecheck.model.meter import MeterState, fold_meter, measure_state, node_price
+from surfacecheck.model.pairing import event_delta
+from surfacecheck.model.projection import fold_claim
+from surfacecheck.model.replay import BoundedLookup, Replacement
+from surfacecheck.model.surface import Surface, apply_plan
 
 from .brackets import Bracket, Brackets, field, is_compact_source
 from .findings import Finding, finding

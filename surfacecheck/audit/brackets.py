@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from model.event import Event
+from surfacecheck.model.event import Event
 
 from .findings import Finding, finding
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.config import CompactSpec, RuntimePolicy, resolve_compact_spec, resolve_target_policy
-from model.errors import ModelError
-from model.region import retention_index
+from surfacecheck.model.config import CompactSpec, RuntimePolicy, resolve_compact_spec, resolve_target_policy
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.region import retention_index
 
 from .brackets import UNCHECKED, Bracket, field
 from .findings import Finding, finding

@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from model.errors import LogFormatError
-from model.event import Event
-from model.jsonl import ROW_TAGS, _parse, decode_record, iter_log
+from surfacecheck.model.errors import LogFormatError
+from surfacecheck.model.event import Event
+from surfacecheck.model.jsonl import ROW_TAGS, _parse, decode_record, iter_log
 
 
 class AuditInputError(Exception):

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
-from model.config import RuntimePolicy
-from model.errors import ModelError
-from model.replay import Replacement
+from surfacecheck.model.config import RuntimePolicy
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.replay import Replacement
 
 from .auditor import Auditor
 from .findings import Finding, finding

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from model.config import RuntimePolicy
-from reports.junit import Outcome, TestCase
+from surfacecheck.model.config import RuntimePolicy
+from surfacecheck.reports.junit import Outcome, TestCase
 
 from ..corpus import GENERATED_DIR, POLICIES_DIR, SESSIONS_DIR
 from ..stage import OK, VIOLATION, CheckContext, StageResult
@@ -22,7 +22,7 @@ from .run import AuditReport, audit_log, load_known, load_policy, log_key
 
 
 def _jobs(ctx: CheckContext) -> list[tuple[Path, RuntimePolicy | None]]:
-    from scenarios.generate import LOG_DIR, SCENARIOS
+    from surfacecheck.scenarios.generate import LOG_DIR, SCENARIOS
 
     jobs = [(Path(LOG_DIR) / f"{s.name}.jsonl", RuntimePolicy.from_json(s.policy)) for s in SCENARIOS]
     if ctx.corpus is not None:

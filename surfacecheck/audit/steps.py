@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.event import Event
-from model.runtime_context import NEVER, NONE, RetainedSnapshot, fold_retained, is_owned_snapshot, text_of
+from surfacecheck.model.event import Event
+from surfacecheck.model.runtime_context import NEVER, NONE, RetainedSnapshot, fold_retained, is_owned_snapshot, text_of
 
 from .brackets import field
 from .findings import Finding, finding

@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from model.errors import SurfaceError
-from model.event import ABSENT, APPEND, Event
-from model.pairing import event_delta
-from model.surface import (Surface, SurfacePlan, assert_provenance, assert_tool_result_rewrite, replacement_range,
+from surfacecheck.model.errors import SurfaceError
+from surfacecheck.model.event import ABSENT, APPEND, Event
+from surfacecheck.model.pairing import event_delta
+from surfacecheck.model.surface import (Surface, SurfacePlan, assert_provenance, assert_tool_result_rewrite, replacement_range,
                            surface_op_of)
 
 from .findings import Finding, finding

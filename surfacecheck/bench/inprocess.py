@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.harness import batch_for, run
-from benchmarks.variants import FLOOR, VARIANTS
+from surfacecheck.bench.harness import batch_for, run
+from surfacecheck.bench.variants import FLOOR, VARIANTS
 from surfacecheck.runtime.api import ProtocolError
 
 MAX_SIZE = 10**7

@@ -12,10 +12,10 @@ import os
 import platform
 from typing import Any, Callable
 
-from benchmarks.costmodel import cost_model_failures, growth
-from benchmarks.harness import BATCH_EVENTS, MAX_FLOOR_FACTOR, MAX_RATIO, Point, Series, gate, run
-from benchmarks.memory import state_bytes
-from benchmarks.variants import EMBEDDED, FLOOR, MODEL, VARIANTS, lookup
+from surfacecheck.bench.costmodel import cost_model_failures, growth
+from surfacecheck.bench.harness import BATCH_EVENTS, MAX_FLOOR_FACTOR, MAX_RATIO, Point, Series, gate, run
+from surfacecheck.bench.memory import state_bytes
+from surfacecheck.bench.variants import EMBEDDED, FLOOR, MODEL, VARIANTS, lookup
 from surfacecheck.runtime.api import ProtocolError, RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime, runtime_problem
 

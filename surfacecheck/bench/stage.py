@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import time
 
-from benchmarks.costmodel import growth, ops_per_append
-from benchmarks.harness import run
-from benchmarks.variants import FLOOR, lookup
-from reports.junit import Outcome, TestCase
+from surfacecheck.bench.costmodel import growth, ops_per_append
+from surfacecheck.bench.harness import run
+from surfacecheck.bench.variants import FLOOR, lookup
+from surfacecheck.reports.junit import Outcome, TestCase
 from surfacecheck.stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
 
 from . import measure

@@ -22,7 +22,7 @@ from pathlib import Path
 from .v8 import FileCoverage, read_dsh_coverage
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON_RUNTIMES = {"embedded": ROOT / "surfacecheck" / "runtime" / "embedded", "model": ROOT / "model"}
+PYTHON_RUNTIMES = {"embedded": ROOT / "surfacecheck" / "runtime" / "embedded", "model": ROOT / "surfacecheck" / "model"}
 DSH_FILES: dict[str, tuple[str, ...]] = {
     "dsh-session": (),  # the log, the surface fold, replace, repair, packed rows (spec 1, 2)
     "dsh-session-projection": (),

@@ -45,7 +45,7 @@ class Scan:
 def scan_logs(paths: Iterable[tuple[str, Path]]) -> dict[str, Scan]:
     """``(source, path)`` pairs -> one :class:`Scan` per source (a log that does not read is skipped: the logs
     stage reports it)."""
-    from model.jsonl import read_log
+    from surfacecheck.model.jsonl import read_log
 
     scans: dict[str, Scan] = {}
     for source, path in paths:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 from surfacecheck.stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
 
 CLASSNAME = "surfacecheck.dsh"

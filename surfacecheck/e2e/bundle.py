@@ -36,7 +36,7 @@ def _events(run) -> list[dict]:
     path = getattr(run, "log_path", None)
     if path and Path(path).is_file():
         try:
-            from model.jsonl import read_log
+            from surfacecheck.model.jsonl import read_log
 
             return [e.to_json() for e in read_log(path).events]
         except Exception:  # noqa: BLE001 - a log the model rejects is still shown as recorded

@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from model.estimate import estimate_message
-from model.event import Event
-from model.surface import derive_event_message
+from surfacecheck.model.estimate import estimate_message
+from surfacecheck.model.event import Event
+from surfacecheck.model.surface import derive_event_message
 
 from .predict import Decision, Point, Prediction, decision_points, run_events
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from model.estimate import estimate_message
-from model.event import SURFACE_EVENT_TYPES
+from surfacecheck.model.estimate import estimate_message
+from surfacecheck.model.event import SURFACE_EVENT_TYPES
 
 COMPACTION_TYPES = ("compaction/prune", "compaction/start", "compaction/summary", "compaction/end")
 # Spec 9.1 (compaction-basic), 6 (tool-result pruner) and 4 (token-meter: no config keys) key sets.
@@ -341,7 +341,7 @@ def policy_json(config: dict) -> dict:
 
 
 def _audit(path: Path, config: dict) -> tuple[str | None, dict[str, list]]:
-    from model.config import RuntimePolicy
+    from surfacecheck.model.config import RuntimePolicy
     from surfacecheck.audit.reader import AuditInputError
     from surfacecheck.audit.run import audit_log
 

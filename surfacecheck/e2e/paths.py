@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from model.summarizer import is_checkpoint
+from surfacecheck.model.summarizer import is_checkpoint
 
 from .predict import as_events, decision_points
 from .script import PATHS

@@ -30,15 +30,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from model.config import RuntimePolicy, resolve_target_policy
-from model.errors import ModelError
-from model.event import Event
-from model.jsonl import LogFormatError, decode_record, read_log
-from model.manual import compact_command
-from model.policy import (PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow,
+from surfacecheck.model.config import RuntimePolicy, resolve_target_policy
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.event import Event
+from surfacecheck.model.jsonl import LogFormatError, decode_record, read_log
+from surfacecheck.model.manual import compact_command
+from surfacecheck.model.policy import (PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow,
                           routed_target)
-from model.session import Session, commit
-from model.summarizer import ScriptedSummarizer, SummaryScript
+from surfacecheck.model.session import Session, commit
+from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
 
 from .script import Script, coerce
 

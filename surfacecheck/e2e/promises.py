@@ -55,7 +55,7 @@ def find_on(outcome, run, options) -> None:
     if log_path is None or not Path(log_path).is_file():
         outcome.findings_note = "no session log to scan for findings"
         return
-    from model.errors import LogFormatError
+    from surfacecheck.model.errors import LogFormatError
 
     try:
         outcome.findings = scan_findings(log_path, f"e2e/{outcome.name}", options.registry)

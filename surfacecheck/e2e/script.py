@@ -25,8 +25,8 @@ from typing import Any, Mapping
 
 import jsonschema
 
-from model.config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
-from model.errors import ModelError
+from surfacecheck.model.config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
+from surfacecheck.model.errors import ModelError
 
 FORMAT = "surfacecheck-e2e-script/1"
 PATHS = ("pressure-prune", "pressure-summary", "overflow-retry", "manual-compact", "summary-failed",
@@ -383,7 +383,7 @@ def coerce(script: Script | Mapping | str | Path) -> Script:
 
 def seed_dir() -> Path:
     """`scenarios/e2e/`: the shipped seed scripts."""
-    import scenarios
+    from surfacecheck import scenarios
 
     return Path(scenarios.__file__).resolve().parent / "e2e"
 

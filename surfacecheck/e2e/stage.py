@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import time
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 
 from ..stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
 from .run import AGREED, DIFFERED, INSTALL_HINT, SPEC_VERSION, Options, run_scripts

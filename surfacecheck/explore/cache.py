@@ -12,7 +12,7 @@ import hashlib
 import pickle
 from pathlib import Path
 
-import model
+from surfacecheck import model
 
 from .world import World
 

@@ -12,8 +12,8 @@ pruned large result (spec 6), ``K``/``KB`` a checkpoint with a good / too-big su
 """
 from __future__ import annotations
 
-from model.runtime_context import CLEARED, CONTEXT_HEADER, RUNTIME_CONTEXT_SOURCE
-from model.summarizer import CHECKPOINT_PLUGIN
+from surfacecheck.model.runtime_context import CLEARED, CONTEXT_HEADER, RUNTIME_CONTEXT_SOURCE
+from surfacecheck.model.summarizer import CHECKPOINT_PLUGIN
 
 PROVIDER, MODEL = "model", "model-chat"
 OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
@@ -88,7 +88,7 @@ def assistant_data(turn: int, step: int, blocks: list[dict], mid: str) -> dict:
 
 def result_text(code: str) -> str:
     if code == "p":
-        from model.prune_content import PrunerConfig, prune_content
+        from surfacecheck.model.prune_content import PrunerConfig, prune_content
 
         config = PrunerConfig(PRUNER["thresholdChars"], PRUNER["headChars"], PRUNER["tailChars"])
         return prune_content([{"type": "text", "text": RESULTS["S"]}], config)[0]["text"]

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 
-from properties.monitors import register
+from surfacecheck.properties.monitors import register
 from surfacecheck.trace import Step, Violation
 
-from model.runtime_context import CLEARED, RUNTIME_CONTEXT_SOURCE, join_context_sections
+from surfacecheck.model.runtime_context import CLEARED, RUNTIME_CONTEXT_SOURCE, join_context_sections
 
 
 def _ok(result) -> bool:

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-import model.manual as manual_mod
-import model.policy as policy_mod
-import model.pruner as pruner_mod
-import model.runtime_context as rc
-from model.config import RuntimePolicy
-from model.estimate import canonical_header, estimate_header
-from model.meter import node_price
-from model.policy import Environment, OverflowState
-from model.runtime_context import NEVER, NONE, RetainedSnapshot, is_replacement_surface_event
-from model.session import Session, append, seeded
-from model.summarizer import ScriptedSummarizer, SummaryScript, checkpoint_message
+from surfacecheck.model import manual as manual_mod
+from surfacecheck.model import policy as policy_mod
+from surfacecheck.model import pruner as pruner_mod
+from surfacecheck.model import runtime_context as rc
+from surfacecheck.model.config import RuntimePolicy
+from surfacecheck.model.estimate import canonical_header, estimate_header
+from surfacecheck.model.meter import node_price
+from surfacecheck.model.policy import Environment, OverflowState
+from surfacecheck.model.runtime_context import NEVER, NONE, RetainedSnapshot, is_replacement_surface_event
+from surfacecheck.model.session import Session, append, seeded
+from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript, checkpoint_message
 
 from . import concrete as C
 from . import prefix
@@ -70,7 +70,7 @@ def _memo_stringify(original):
 def _memo_replay(original):
     """`replay_meter` resumed from the longest already-folded prefix (:mod:`.prefix` says why that is
     the same state)."""
-    from model.meter import MeterState, fold_meter
+    from surfacecheck.model.meter import MeterState, fold_meter
 
     after: dict[int, tuple] = {}
 
@@ -128,16 +128,16 @@ def _memo_by_identity(original):
     return memoised
 
 
-SPEEDUPS = (("model.estimate", "js_length", _memo_length), ("model.estimate", "js_stringify", _memo_stringify),
-            ("model.meter", "replay_meter", _memo_replay), ("model.meter", "header_equals", _same_header),
-            ("model.meter", "node_price", _memo_price), ("model.projection", "node_price", _memo_price),
+SPEEDUPS = (("surfacecheck.model.estimate", "js_length", _memo_length), ("surfacecheck.model.estimate", "js_stringify", _memo_stringify),
+            ("surfacecheck.model.meter", "replay_meter", _memo_replay), ("surfacecheck.model.meter", "header_equals", _same_header),
+            ("surfacecheck.model.meter", "node_price", _memo_price), ("surfacecheck.model.projection", "node_price", _memo_price),
             ("surfacecheck.explore.safety", "node_price", _memo_price),
-            ("model.policy", "measure", _memo_by_identity), ("model.policy", "prune_session", _memo_by_identity),
-            ("model.policy", "select_compactable_range", _memo_by_identity),
-            ("model.manual", "measure", _memo_by_identity), ("model.manual", "select_compactable_range", _memo_by_identity),
-            ("model.transaction", "measure", _memo_by_identity),
-            ("model.transaction", "validate_surface_region", _memo_by_identity),
-            ("model.transaction", "inspect_entry_state", _memo_by_identity))
+            ("surfacecheck.model.policy", "measure", _memo_by_identity), ("surfacecheck.model.policy", "prune_session", _memo_by_identity),
+            ("surfacecheck.model.policy", "select_compactable_range", _memo_by_identity),
+            ("surfacecheck.model.manual", "measure", _memo_by_identity), ("surfacecheck.model.manual", "select_compactable_range", _memo_by_identity),
+            ("surfacecheck.model.transaction", "measure", _memo_by_identity),
+            ("surfacecheck.model.transaction", "validate_surface_region", _memo_by_identity),
+            ("surfacecheck.model.transaction", "inspect_entry_state", _memo_by_identity))
 """Memoised pure helpers (same results: a string's JS length, a JSON value's stringification, the
 meter state after a log prefix, a header compared with itself, an event's price, an op's steps before
 the summarizer on the very same session), installed while the oracle runs the model; model code is

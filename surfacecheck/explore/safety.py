@@ -20,9 +20,9 @@ operation refused or raised where the world's agent made a legal request.
 """
 from __future__ import annotations
 
-from model.meter import node_price
-from model.projection import SurfaceProjection, fold_projection
-from model.region import inspect_entry_state, lock_is_live
+from surfacecheck.model.meter import node_price
+from surfacecheck.model.projection import SurfaceProjection, fold_projection
+from surfacecheck.model.region import inspect_entry_state, lock_is_live
 
 from .concrete import SURFACE_TYPES, TOOL_DELTA
 from .prefix import resume

@@ -56,7 +56,7 @@ from bisect import bisect_left
 from functools import lru_cache
 from operator import itemgetter
 
-from model.config import resolve_compact_spec, resolve_target_policy
+from surfacecheck.model.config import resolve_compact_spec, resolve_target_policy
 
 from . import concrete as C
 from . import oracle

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 
 from ..stage import OK, VIOLATION, CheckContext, StageResult
 from .run import run_explore

@@ -14,7 +14,7 @@ from __future__ import annotations
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.trace import Step, Trace, Violation
 
-from model.runtime_context import NEVER, RetainedSnapshot, fold_retained, restore_retained
+from surfacecheck.model.runtime_context import NEVER, RetainedSnapshot, fold_retained, restore_retained
 
 from . import concrete as C
 from .oracle import Settings

@@ -100,7 +100,7 @@ CORRECT = Variant("correct")
 # -- the bugs ------------------------------------------------------------------------------------
 def _retry_without_progress(original):
     """Spec 10.2 broken: retry after any overflow compaction, progress or not, without counting it."""
-    from model.policy import OverflowState
+    from surfacecheck.model.policy import OverflowState
 
     def on_request_error(session, state, failure_code, env, signal_aborted=False):
         outcome, new_state, retry = original(session, state, failure_code, env, signal_aborted)
@@ -113,7 +113,7 @@ def _retry_without_progress(original):
 
 def _never_reemit(original):
     """Spec 12 broken: a shadowed snapshot (retained null) is treated as still sent."""
-    from model.runtime_context import NONE
+    from surfacecheck.model.runtime_context import NONE
 
     def project(retained, current, sections, *, id="runtime-context-snapshot"):
         if retained is NONE:
@@ -125,8 +125,8 @@ def _never_reemit(original):
 
 def _pressure_skipped(original):
     """Spec 9.3 broken: the pre-step listener returns without running `compactIfNeeded`."""
-    from model.policy import PRESSURE
-    from model.transaction import Outcome
+    from surfacecheck.model.policy import PRESSURE
+    from surfacecheck.model.transaction import Outcome
 
     def compact_if_needed(session, mode, env, signal_aborted=False):
         if mode == PRESSURE:
@@ -138,7 +138,7 @@ def _pressure_skipped(original):
 
 def _cut_one_tailward(original):
     """Spec 7 broken: the range's end moves one node toward the tail, ignoring tool pairing."""
-    from model.region import Range
+    from surfacecheck.model.region import Range
 
     def select_compactable_range(session, measurement, retain_tokens):
         span = original(session, measurement, retain_tokens)
@@ -153,7 +153,7 @@ def _cut_one_tailward(original):
 
 def _no_balance_check(original):
     """Spec 8.1 step 2 broken: the entry check accepts any edge cut."""
-    from model.pairing import Cuts
+    from surfacecheck.model.pairing import Cuts
 
     def validate_surface_region(session, start, end, cuts=None):
         nodes = session.nodes
@@ -168,31 +168,31 @@ def _free_summaries(original):
     return lambda message: 0
 
 
-_RANGE_USERS = ("model.policy", "model.manual", "surfacecheck.runtime.model_levels")
+_RANGE_USERS = ("surfacecheck.model.policy", "surfacecheck.model.manual", "surfacecheck.runtime.model_levels")
 VARIANTS = {
     "retry-without-progress": Variant(
         "retry-without-progress", "explore-no-compaction-loop", "spec 10.2; seed §12",
         "the overflow listener retries even when the generation did not advance",
-        (("model.policy", "on_request_error", _retry_without_progress),
+        (("surfacecheck.model.policy", "on_request_error", _retry_without_progress),
          ("surfacecheck.runtime.model_levels", "on_request_error", _retry_without_progress))),
     "never-reemit-runtime-context": Variant(
         "never-reemit-runtime-context", "explore-runtime-context-reemitted", "spec 12; seed §14",
         "a shadowed runtime-context snapshot is never re-emitted",
-        (("model.runtime_context", "project", _never_reemit),)),
+        (("surfacecheck.model.runtime_context", "project", _never_reemit),)),
     "pressure-skipped": Variant(
         "pressure-skipped", "explore-pressure-bounded-response", "spec 9.2-9.3",
         "the pre-step pressure listener never compacts and records nothing",
-        (("model.policy", "compact_if_needed", _pressure_skipped),
+        (("surfacecheck.model.policy", "compact_if_needed", _pressure_skipped),
          ("surfacecheck.runtime.model_levels", "compact_if_needed", _pressure_skipped))),
     "unbalanced-cut": Variant(
         "unbalanced-cut", "pairing-balanced-at-replacement-edges", "spec 3, 7, 8.1",
         "range selection and the entry check ignore tool pairing",
         tuple((m, "select_compactable_range", _cut_one_tailward) for m in _RANGE_USERS)
-        + (("model.transaction", "validate_surface_region", _no_balance_check),)),
+        + (("surfacecheck.model.transaction", "validate_surface_region", _no_balance_check),)),
     "no-shrink-rule": Variant(
         "no-shrink-rule", "summaries-smaller", "spec 8.2 step 10",
         "a checkpoint is committed even when it is not smaller than what it shadows",
-        (("model.transaction", "estimate_message", _free_summaries),)),
+        (("surfacecheck.model.transaction", "estimate_message", _free_summaries),)),
 }
 
 
@@ -225,7 +225,7 @@ def runtime_factory(v: Variant):
 def _never_reemit_runtime():
     """Spec 12 broken in the runtime's own ``pre_step {context}``: while the retained snapshot is shadowed
     (retained null, spec 12 live rule) no candidate is projected, so the snapshot never comes back."""
-    from model.runtime_context import NONE
+    from surfacecheck.model.runtime_context import NONE
     from surfacecheck.runtime.codec import context_sections
     from surfacecheck.runtime.model_runtime import ModelRuntime
 

@@ -131,7 +131,7 @@ def main(args) -> int:
         sys.stderr.write(f"surfacecheck findings: {exc}\n")
         return 2
     if args.report is not None:
-        from reports.findings_report import write_report
+        from surfacecheck.reports.findings_report import write_report
 
         try:
             path = write_report(report.to_json(), Path(args.report))

@@ -48,7 +48,7 @@ Z3 obligation covering it."""
 
 def proofs_for(promise: str) -> list[dict]:
     """The Z3 obligations that cover ``promise`` (name, spec section, what it proves about it)."""
-    from properties.proofs import obligations
+    from surfacecheck.properties.proofs import obligations
 
     sections = {o.name: o.section for o in obligations()}
     return [{"name": name, "section": sections.get(name, "?"), "proves": proves}
@@ -57,7 +57,7 @@ def proofs_for(promise: str) -> list[dict]:
 
 def promise_info(name: str, seed: str | None = None) -> dict:
     """The promise as the monitor registry states it (name, description, spec section, level) + its seed."""
-    from properties.monitors import lookup
+    from surfacecheck.properties.monitors import lookup
 
     spec = lookup(name)
     return {"name": name, "description": spec.description, "section": spec.section, "level": spec.level,
@@ -84,8 +84,8 @@ def cost_evidence(name: str) -> list[dict]:
     """Operations per append at :data:`COST_SIZES` for each dsh path of a cost promise, with its growth."""
     if name not in COST_PATHS:
         return []
-    from benchmarks.costmodel import growth, ops_per_append
-    from benchmarks.variants import VARIANTS
+    from surfacecheck.bench.costmodel import growth, ops_per_append
+    from surfacecheck.bench.variants import VARIANTS
 
     series = ops_per_append([VARIANTS[v] for v, _ in COST_PATHS[name]], COST_SIZES)
     return [{"variant": v, "path": path, "growth": growth(series[v]),

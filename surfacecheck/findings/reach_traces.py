@@ -179,7 +179,7 @@ BUILDERS = {"G2-one-request-context-window": g2_context_window,
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0] if argv else "properties/findings/reachability")
+    out = Path(argv[0] if argv else "surfacecheck/properties/findings/reachability")
     for finding, build in BUILDERS.items():
         trace = build()
         if trace.violation is None:

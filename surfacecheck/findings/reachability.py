@@ -24,7 +24,7 @@ from .dsh_text import quote_problem
 
 KINDS = ("shipped-runtime", "public-api", "foreign-producer", "not-reachable")
 """In the report's order: a reachable defect first, a latent one last."""
-E2E_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "e2e"
+E2E_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "e2e"
 
 
 def problem(reach, where: str) -> str | None:

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import properties
+from surfacecheck import properties
 
 from . import reachability as reach_mod
 from .dsh_text import quote_problem
@@ -72,7 +72,7 @@ class Finding:
 
 def load(path: str | Path | None = None) -> list[Finding]:
     """Read and check the registry; :class:`RegistryError` on anything malformed."""
-    from properties.monitors import all_monitors
+    from surfacecheck.properties.monitors import all_monitors
 
     path = Path(path) if path is not None else DEFAULT_PATH
     try:

@@ -162,7 +162,7 @@ def reproduces(trace, runtime_spec: str, timeout: float = 10.0, runtime=None) ->
     """Does ``runtime_spec`` do what dsh does on the witness: no divergence from the model before or at
     the step, and the promise broken there? ``None`` when the runtime lacks the witness's level. ``runtime``: an
     open runtime of that spelling to use (reset first, left open) instead of starting one."""
-    from properties.monitors import lookup
+    from surfacecheck.properties.monitors import lookup
     from surfacecheck.runtime.select import open_runtime
     from surfacecheck.verify.lockstep import Lockstep
     from surfacecheck.verify.replay import ensure_variants

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from properties.monitors import all_monitors, lookup
+from surfacecheck.properties.monitors import all_monitors, lookup
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.trace import Step, Trace, Violation
 from surfacecheck.verify.lockstep import Lockstep
@@ -76,7 +76,7 @@ def minimise(steps: list[Step], promise: str) -> list[Step]:
 
 def wire(event) -> dict:
     """A log event as the protocol's ``append`` event (spec 1.1 keys, no seq)."""
-    from model.event import ABSENT
+    from surfacecheck.model.event import ABSENT
 
     return {k: v for k, v in event.to_json().items() if v is not ABSENT and k not in ("seq", "ignorable")}
 
@@ -87,7 +87,7 @@ def scan_log(source: str, path: Path, promises: Iterable[str] | None = None,
     of each promise (its trace is the prefix up to it, the log's events as protocol appends).
     ``stats["events"]`` counts the events appended. ``reload_after`` then reopens the log (a new process
     resuming it), so a promise about reloading is judged too."""
-    from model.jsonl import read_log
+    from surfacecheck.model.jsonl import read_log
 
     monitors = {name: lookup(name).factory() for name in (promise_names() if promises is None else promises)}
     runtime = ModelRuntime()
@@ -184,7 +184,7 @@ def _one_run(level: str, pending: list[str], seed: int, examples: int):
     from hypothesis.reporting import with_reporter
     from hypothesis.stateful import run_state_machine_as_test
 
-    from properties.stateful.base import LockstepFailure, RunContext, bind
+    from surfacecheck.properties.stateful.base import LockstepFailure, RunContext, bind
     from surfacecheck.verify.runner import MACHINES, hypothesis_seed, monitors_for
 
     context = RunContext(ModelRuntime(), None, monitors_for(level) + tuple(pending))

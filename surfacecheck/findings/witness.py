@@ -185,7 +185,7 @@ def minimal(finding: str) -> Trace:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0] if argv else "properties/findings")
+    out = Path(argv[0] if argv else "surfacecheck/properties/findings")
     for finding in BUILDERS:
         print(write_trace(out / f"{finding}.jsonl", minimal(finding)))
     return 0

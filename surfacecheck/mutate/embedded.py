@@ -24,7 +24,7 @@ from .score import Place, read_equivalent, score
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "surfacecheck/runtime/embedded"
-COPIED = ("surfacecheck", "model", "properties", "scenarios", "reports", "benchmarks", "docs")
+COPIED = ("surfacecheck", "benchmarks", "docs")
 DEFAULT_FILES: dict[str, str] = {
     "session.py": "1.3", "surface.py": "1.4, 2", "pairing.py": "3", "meter.py": "4.2-4.4", "projection.py": "5.1",
     "usage.py": "5.2", "breakdown.py": "5.2", "tracker.py": "8.1, 4.4", "compaction.py": "6, 7, 8.1", "transaction.py": "8",

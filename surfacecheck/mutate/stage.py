@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 
 from ..stage import INCONCLUSIVE, OK, SKIPPED, CheckContext, StageResult
 

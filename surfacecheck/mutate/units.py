@@ -118,8 +118,8 @@ _TRANSCRIPTS: dict[Path, Transcript] = {}
 
 
 def transcript(path: Path) -> Transcript:
-    from model.event import ABSENT
-    from model.jsonl import read_log
+    from surfacecheck.model.event import ABSENT
+    from surfacecheck.model.jsonl import read_log
     from surfacecheck.runtime.embedded.stage import STATE_CALLS, _answer
     from surfacecheck.runtime.model_runtime import ModelRuntime
 
@@ -253,7 +253,7 @@ def recorded_examples(profile: str) -> dict[str, list]:
 
 
 def _verify(shared: Shared) -> Outcome:
-    from properties.monitors import lookup
+    from surfacecheck.properties.monitors import lookup
     from surfacecheck.runtime.select import open_runtime
     from surfacecheck.verify.lockstep import Lockstep
     from surfacecheck.verify.run import REGRESSIONS, replay_regressions

@@ -46,7 +46,7 @@ def _bound(value: str) -> int:
 
 def register(commands) -> None:
     """Add ``prove`` to the ``surfacecheck`` parser."""
-    from properties.proofs import DEFAULT_BOUND
+    from surfacecheck.properties.proofs import DEFAULT_BOUND
     from surfacecheck.check import DEFAULT_REPORT_DIR
 
     p = commands.add_parser("prove", help="prove cut legality, generation progress and projection equivalence with Z3",
@@ -62,7 +62,7 @@ def register(commands) -> None:
 
 
 def main(args) -> int:
-    from properties.proofs import names
+    from surfacecheck.properties.proofs import names
 
     from .run import prove
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from properties.proofs import DEFAULT_BOUND, run_obligations
-from properties.proofs.obligation import PROVED, REFUTED, ObligationResult
+from surfacecheck.properties.proofs import DEFAULT_BOUND, run_obligations
+from surfacecheck.properties.proofs.obligation import PROVED, REFUTED, ObligationResult
 
 PROVED_VERDICT, VIOLATION, INCONCLUSIVE = "proved", "violation", "inconclusive"
 EXIT = {PROVED_VERDICT: 0, VIOLATION: 1, INCONCLUSIVE: 3}
@@ -77,7 +77,7 @@ def prove(bound: int = DEFAULT_BOUND, only: list[str] | None = None, trace_dir: 
     """Run the obligations; progress (one tqdm bar) on ``err``. ``KeyError`` for an unknown name."""
     from tqdm import tqdm
 
-    from properties.proofs import names
+    from surfacecheck.properties.proofs import names
 
     selected = only or names()
     bar = tqdm(total=len(selected), file=err, desc="prove", unit="obligation", disable=err is None, leave=False)

@@ -6,7 +6,7 @@ counterexample traces under the report directory. One JUnit case per obligation 
 """
 from __future__ import annotations
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 from surfacecheck.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
 
 STAGE_BOUND = 8  # the bounded proofs and cross-checks; five obligations hold for any length regardless

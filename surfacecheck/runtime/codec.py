@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.errors import ModelError
-from model.event import ABSENT
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.event import ABSENT
 
 from .api import ProtocolError
 
@@ -68,7 +68,7 @@ def event_kwargs(event: Any) -> dict[str, Any]:
 def summary_script(obj: Any):
     """A summary script JSON as :class:`model.summarizer.SummaryScript`; outcome ``concurrent`` is ``text``
     with the ``concurrent`` appends (another producer writing while the summary runs, spec 8.2 step 12)."""
-    from model.summarizer import OUTCOMES, SummaryScript
+    from surfacecheck.model.summarizer import OUTCOMES, SummaryScript
 
     if not isinstance(obj, dict):
         raise ProtocolError("bad-args", "a summary script must be a JSON object")
@@ -129,7 +129,7 @@ def fault_fields(args: dict) -> tuple[frozenset, bool, bool] | None:
 
 def faults(args: dict):
     """The model's :class:`~model.transaction.Faults` for a request's optional ``faults``."""
-    from model.transaction import NO_FAULTS, Faults
+    from surfacecheck.model.transaction import NO_FAULTS, Faults
 
     fields = fault_fields(args)
     return NO_FAULTS if fields is None else Faults(*fields)
@@ -183,7 +183,7 @@ def claimed_messages(args: dict) -> list[dict] | None:
     here so a bad batch is a protocol error that writes nothing (spec 1.3 step 1 lossless JSON)."""
     from copy import deepcopy
 
-    from model.session import is_lossless_json
+    from surfacecheck.model.session import is_lossless_json
 
     claimed = args.get("claimed")
     if claimed is None:
@@ -241,7 +241,7 @@ def configure_args(args: dict) -> tuple[Any, dict | None, tuple]:
     ``route``, the context window is that route's capacity (spec 4.4 routed target)."""
     from dataclasses import replace as dc_replace
 
-    from model.config import RuntimePolicy
+    from surfacecheck.model.config import RuntimePolicy
 
     policy = RuntimePolicy.from_json(require(args, "policy", dict, optional=True, default={}))
     if "context_window" in args:

@@ -12,18 +12,18 @@ from __future__ import annotations
 from dataclasses import replace as dc_replace
 from typing import Any
 
-from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
-from model.manual import MESSAGES, compact_command
-from model.meter import measure_state
-from model.policy import (PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow,
+from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
+from surfacecheck.model.manual import MESSAGES, compact_command
+from surfacecheck.model.meter import measure_state
+from surfacecheck.model.policy import (PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow,
                           summary_max_tokens)
-from model.prune_content import resolve_pruner_config
-from model.pruner import prune_session
-from model.region import select_compactable_range
-from model.runtime_context import project_sections, restore_retained
-from model.session import append, seeded
-from model.summarizer import ScriptedSummarizer, SummaryScript
-from model.transaction import TransactionOptions, compact_surface_region
+from surfacecheck.model.prune_content import resolve_pruner_config
+from surfacecheck.model.pruner import prune_session
+from surfacecheck.model.region import select_compactable_range
+from surfacecheck.model.runtime_context import project_sections, restore_retained
+from surfacecheck.model.session import append, seeded
+from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
+from surfacecheck.model.transaction import TransactionOptions, compact_surface_region
 
 from .api import ProtocolError, bind_level_ops
 from .codec import (claimed_messages, command_raw_input, compaction_result, configure_args, context_sections,
@@ -189,7 +189,7 @@ class _Ops:
         """The pressure figure the listener's decision rests on (spec 9.2 steps 2, 9, 11): measure() as it
         returned, before the batch is entered (spec 13); null when auto is off, no route is logged or the meter
         is stuck (issue 9, promise-measure-conservative)."""
-        from model.policy import routed_target
+        from surfacecheck.model.policy import routed_target
 
         if kind == "disabled" or self.rt.meter_error is not None or routed_target(self.rt.session) is None:
             return None

@@ -15,13 +15,13 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable
 
-from model.errors import ModelError
-from model.event import Event
-from model.meter import MeterState, fold_meter, measure_state
-from model.pairing import Cuts, refresh_cuts
-from model.projection import ContextBreakdown, SurfaceProjection, TokenUsage, fold_breakdown, fold_claim, fold_usage
-from model.runtime_context import NEVER, fold_retained
-from model.session import Session, append
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.event import Event
+from surfacecheck.model.meter import MeterState, fold_meter, measure_state
+from surfacecheck.model.pairing import Cuts, refresh_cuts
+from surfacecheck.model.projection import ContextBreakdown, SurfaceProjection, TokenUsage, fold_breakdown, fold_claim, fold_usage
+from surfacecheck.model.runtime_context import NEVER, fold_retained
+from surfacecheck.model.session import Session, append
 
 from .api import PROTOCOL, ProtocolError, dispatch
 from .codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested

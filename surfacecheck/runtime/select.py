@@ -18,7 +18,7 @@ DEFAULT_TIMEOUT = 10.0
 _VARIANTS: dict[str, Callable[[], Runtime]] = {}
 _VARIANT_PROVIDERS: list[str] = [  # modules defining negative-control models
     "surfacecheck.explore.variants",
-    "properties.proofs.monitors",
+    "surfacecheck.properties.proofs.monitors",
 ]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 
 from ..stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
 from .api import ProtocolError, RuntimeUnavailable, ops_at

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from properties.monitors import lookup
+from surfacecheck.properties.monitors import lookup
 from surfacecheck.runtime.api import Runtime, RuntimeUnavailable
 from surfacecheck.runtime.select import add_variant_provider, open_runtime
 from surfacecheck.trace import Trace, Violation

@@ -26,14 +26,14 @@ from surfacecheck.verify.minimise import minimise_trace
 from surfacecheck.verify.reproducer import write_reproducer
 from surfacecheck.verify.runner import LevelResult, levels_up_to, new_seed, open_reference, run_level
 
-REGRESSIONS = Path(__file__).resolve().parents[2] / "properties" / "regressions"
+REGRESSIONS = Path(__file__).resolve().parents[1] / "properties" / "regressions"
 LOCAL_REGRESSIONS = Path(".surfacecheck") / "regressions"
 
 
 def default_regressions() -> Path:
     """Where new traces are kept: the committed ``properties/regressions`` in a checkout of this
     suite, else ``./.surfacecheck/regressions`` (an installed package is never written to)."""
-    return REGRESSIONS if (REGRESSIONS.parents[1] / ".git").exists() else LOCAL_REGRESSIONS
+    return REGRESSIONS if (REGRESSIONS.parents[2] / ".git").exists() else LOCAL_REGRESSIONS
 
 
 @dataclass

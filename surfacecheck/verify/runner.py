@@ -21,10 +21,10 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 from tqdm import tqdm
 
-from properties.invariants import COMPACTION, POLICY, STANDARD
-from properties.monitors import lookup
-from properties.stateful import MACHINES
-from properties.stateful.base import LockstepFailure, RunContext, RuntimeGone, bind
+from surfacecheck.properties.invariants import COMPACTION, POLICY, STANDARD
+from surfacecheck.properties.monitors import lookup
+from surfacecheck.properties.stateful import MACHINES
+from surfacecheck.properties.stateful.base import LockstepFailure, RunContext, RuntimeGone, bind
 from surfacecheck.memory import MemoryLimit, MemoryLimitReached
 from surfacecheck.runtime.api import LEVELS, Runtime, RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime

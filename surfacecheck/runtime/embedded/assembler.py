@@ -48,7 +48,7 @@ class BlockAssembler:
             self._finish = chunk.get("reason") or {"kind": "stop"}
 
     def blocks(self) -> list[dict]:
-        from model.errors import TokenMeterError
+        from surfacecheck.model.errors import TokenMeterError
 
         out = []
         for index in self._order:

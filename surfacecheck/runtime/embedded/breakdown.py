@@ -7,7 +7,7 @@ header cannot be read.
 """
 from __future__ import annotations
 
-from model.estimate import canonical_header, estimate_system_tokens, estimate_tools_tokens
+from surfacecheck.model.estimate import canonical_header, estimate_system_tokens, estimate_tools_tokens
 
 
 class Composition:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.errors import CompactionError, ModelError
-from model.prune_content import measure_content, prune_content
+from surfacecheck.model.errors import CompactionError, ModelError
+from surfacecheck.model.prune_content import measure_content, prune_content
 
 from .events import derive_message, price_message
 
@@ -157,7 +157,7 @@ class Compactor:
 
     # -- summarization input (spec 8.2 step 7) ------------------------------------------------------
     def summarization_input(self, shadowed: tuple[int, ...]):
-        from model.summarizer import SummarizationInput
+        from surfacecheck.model.summarizer import SummarizationInput
 
         header = self.rt.tracker.header or {}
         messages = tuple(m for m in (derive_message(self.rt.session.log[seq]) for seq in shadowed) if m is not None)

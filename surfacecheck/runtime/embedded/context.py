@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.errors import ModelError
+from surfacecheck.model.errors import ModelError
 
 SOURCE = "@deepseek-ai/dsh-system-prompt"
 HEADER = "Current runtime context. This snapshot supersedes earlier runtime-context snapshots.\n\n"

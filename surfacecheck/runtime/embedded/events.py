@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.estimate import estimate_message
-from model.jsvalue import is_nonneg_safe_integer
+from surfacecheck.model.estimate import estimate_message
+from surfacecheck.model.jsvalue import is_nonneg_safe_integer
 
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
 """Spec 1.1 `SURFACE_EVENT_TYPES`."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
+from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ..api import ProtocolError, bind_level_ops
 from ..codec import (claimed_messages, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
@@ -27,7 +27,7 @@ class Scripts:
     """The summarizer stand-in for one op: the script for the n-th `compaction/start` of the log."""
 
     def __init__(self, tracker, scripts: tuple) -> None:
-        from model.summarizer import SummaryScript
+        from surfacecheck.model.summarizer import SummaryScript
 
         self.tracker, self.base, self.scripts, self.default = tracker, tracker.starts, scripts, SummaryScript()
 
@@ -86,7 +86,7 @@ class LevelOps:
         return {"range": None if span is None else {"start": span[0], "end": span[1]}}
 
     def prune(self, args: dict) -> dict:
-        from model.prune_content import resolve_pruner_config
+        from surfacecheck.model.prune_content import resolve_pruner_config
 
         try:
             config = resolve_pruner_config(require(args, "pruner", dict, optional=True, default={}))

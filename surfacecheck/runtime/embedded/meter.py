@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.errors import TokenMeterError
-from model.estimate import ROLE_OVERHEAD, canonical_header, estimate_content, estimate_header, header_equals
+from surfacecheck.model.errors import TokenMeterError
+from surfacecheck.model.estimate import ROLE_OVERHEAD, canonical_header, estimate_content, estimate_header, header_equals
 
 from .assembler import assemble
 from .events import APPEND, price_event, price_message, surface_op

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from model.errors import ModelError, ToolPairingError
+from surfacecheck.model.errors import ModelError, ToolPairingError
 
 from .events import pairing_delta
 

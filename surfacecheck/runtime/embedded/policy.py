@@ -12,8 +12,8 @@ Override points (``bugs.py``): :meth:`Engine.retry_allowed`, :meth:`Engine.below
 """
 from __future__ import annotations
 
-from model.config import resolve_compact_spec, resolve_target_policy
-from model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, TargetPressureConfigError
+from surfacecheck.model.config import resolve_compact_spec, resolve_target_policy
+from surfacecheck.model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ..codec import command_raw_input
 from .compaction import NO_FAULTS, Compactor
@@ -37,7 +37,7 @@ class Engine:
     """Per-runtime engine state: the policy, capacities, overflow retries (spec 10.2), warned keys (spec 9.3)."""
 
     def __init__(self, runtime) -> None:
-        from model.config import RuntimePolicy
+        from surfacecheck.model.config import RuntimePolicy
 
         self.rt = runtime
         self.policy = RuntimePolicy()

@@ -11,7 +11,7 @@ Override points for seeded bugs (``bugs.py``): :meth:`_arm`, :meth:`_expire_clai
 """
 from __future__ import annotations
 
-from model.errors import ProjectionClaimError
+from surfacecheck.model.errors import ProjectionClaimError
 
 from .events import APPEND, METERING_TYPES, price_event, surface_op
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from model.errors import ModelError
+from surfacecheck.model.errors import ModelError
 
 from ..api import PROTOCOL, ProtocolError, dispatch
 from ..codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.errors import SeedError, SurfaceError
-from model.jsvalue import is_nonneg_safe_integer, is_safe_integer
+from surfacecheck.model.errors import SeedError, SurfaceError
+from surfacecheck.model.jsvalue import is_nonneg_safe_integer, is_safe_integer
 
 from .session import END_SEED, EmbeddedSession, is_lossless_json, legacy_header_problem
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from model.errors import SessionAppendError
-from model.event import ABSENT
-from model.jsvalue import plain_json_first
+from surfacecheck.model.errors import SessionAppendError
+from surfacecheck.model.event import ABSENT
+from surfacecheck.model.jsvalue import plain_json_first
 
 from .surface import SurfaceManager
 

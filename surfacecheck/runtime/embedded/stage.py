@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from reports.junit import Outcome, TestCase
+from surfacecheck.reports.junit import Outcome, TestCase
 
 from ...stage import OK, VIOLATION, CheckContext, StageResult
 from ..api import RuntimeUnavailable
@@ -39,8 +39,8 @@ def _answer(runtime, op: str, args: dict) -> Any:
 def compare_log(path: Path, factory=None) -> dict | None:
     """The first divergence replaying ``path`` through the model and ``factory()`` (default: the
     embedded runtime), or None."""
-    from model.event import ABSENT
-    from model.jsonl import read_log
+    from surfacecheck.model.event import ABSENT
+    from surfacecheck.model.jsonl import read_log
 
     from ..model_runtime import ModelRuntime
     from .runtime import EmbeddedRuntime
@@ -64,7 +64,7 @@ def compare_log(path: Path, factory=None) -> dict | None:
 
 
 def log_paths(corpus: Path | None) -> list[tuple[str, Path]]:
-    import scenarios
+    from surfacecheck import scenarios
 
     found = [("scenarios", path) for path in sorted(Path(scenarios.LOGS_DIR).glob("*.jsonl"))]
     if corpus is not None:

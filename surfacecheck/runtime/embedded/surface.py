@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from model.errors import SurfaceError
-from model.jsvalue import is_nonneg_safe_integer, json_equal
+from surfacecheck.model.errors import SurfaceError
+from surfacecheck.model.jsvalue import is_nonneg_safe_integer, json_equal
 
 from .events import APPEND, SURFACE_TYPES
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, SurfaceChangedError
-from model.summarizer import checkpoint_message, run_script
+from surfacecheck.model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, SurfaceChangedError
+from surfacecheck.model.summarizer import checkpoint_message, run_script
 
 from .compaction import NO_FAULTS, AppendRefused, Faults, Selection
 from .events import price_message
@@ -49,7 +49,7 @@ class Transaction:
     def append(self, fault_key: str | None, type_: str, data, surface_op=None, sources=None) -> dict:
         if fault_key is not None and fault_key in self.faults.fail_appends:
             raise AppendRefused(f"append of {type_} refused (injected fault: {fault_key})")
-        from model.event import ABSENT
+        from surfacecheck.model.event import ABSENT
 
         return self.rt.session.append(type_, data, ABSENT if surface_op is None else surface_op,
                                       ABSENT if sources is None else sources)

@@ -1,0 +1,134 @@
+"""Builders and Hypothesis strategies for realistic dsh events (spec 1.1-1.2 shapes).
+
+The machines append what dsh itself writes: user prompts, assistant messages (text, tool calls
+with ids, provider usage) inside `step/start`/`step/end`, `tool/call` + `tool/result` pairs that
+cite their call (`sourceEventSeqs`), `request/header` envelopes, log-only events, and the two
+metering producers: `compaction/prune` + single-node `tool/result` rewrite (spec 6) and
+`compaction/summary` + checkpoint `user/message` replace (spec 8.2 step 13), each carrying a
+shadow price (spec 5.1).
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from surfacecheck.model.runtime_context import CLEARED, CONTEXT_HEADER, RUNTIME_CONTEXT_SOURCE
+from surfacecheck.model.summarizer import PREAMBLE
+
+from .words import WordTexts
+
+PROVIDER = "prov"
+MODELS = ("mod", "mod-b")
+OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
+
+SHORT, LONG = (1, 60), (40, 160)
+texts = WordTexts(SHORT)
+long_texts = WordTexts(LONG)
+any_texts = WordTexts(SHORT, LONG)
+
+
+def user_message(text: str, ident: str, source: dict | None = None) -> dict:
+    return {"type": "user/message", "data": {"id": ident, "role": "user", "content": [{"type": "text", "text": text}],
+                                             "source": source or {"kind": "user"}}, "surfaceOp": "append"}
+
+
+def assistant_message(turn: int, step: int, ident: str, text: str | None, call_ids: list[str],
+                      usage: dict | None = None, model: str = MODELS[0]) -> dict:
+    content = [] if text is None else [{"type": "text", "text": text}]
+    content += [{"type": "tool-call", "id": cid, "name": "read", "arguments": '{"path":"%s"}' % cid} for cid in call_ids]
+    data = {"turn": turn, "step": step, "message": {
+        "id": ident, "role": "assistant", "content": content,
+        "source": {"kind": "model", "provider": PROVIDER, "model": model}}}
+    if usage is not None:
+        data["usage"] = usage
+    return {"type": "assistant/message", "data": data, "surfaceOp": "append"}
+
+
+def tool_call(turn: int, step: int, call_id: str) -> dict:
+    return {"type": "tool/call", "data": {"turn": turn, "step": step, "callId": call_id, "name": "read",
+                                          "arguments": '{"path":"%s"}' % call_id}}
+
+
+def tool_result(turn: int, step: int, ident: str, call_id: str, text: str, call_seq: int) -> dict:
+    return {"type": "tool/result", "data": {"turn": turn, "step": step, "message": {
+        "id": ident, "role": "user", "source": {"kind": "tool", "callId": call_id},
+        "content": [{"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}],
+                     "isError": False}]}}, "surfaceOp": "append", "sourceEventSeqs": [call_seq]}
+
+
+def rewritten_result(original: dict, text: str, seq: int) -> dict:
+    """The pruner's single-node rewrite (spec 6): same data, only the inner content changed."""
+    data = original["data"]
+    message = data["message"]
+    block = message["content"][0]
+    new = {**data, "message": {**message, "content": [{**block, "content": [{"type": "text", "text": text}]}]}}
+    return {"type": "tool/result", "data": new, "surfaceOp": {"op": "replace", "start": seq, "end": seq},
+            "sourceEventSeqs": [seq]}
+
+
+def header(model: str = MODELS[0], system: str | None = None, reason: str = "initial") -> dict:
+    head: dict = {"config": {"provider": PROVIDER, "model": model}}
+    if system:
+        head["system"] = system
+    return {"type": "request/header", "data": {"header": head, "reason": reason}}
+
+
+def metering(kind: str, start: int, end: int, shadowed: list[int], tokens: int, compaction_id: str = "c") -> dict:
+    """`compaction/prune` or `compaction/summary`: arms a shadow-price claim (spec 5.1)."""
+    data = {"shadowedRange": {"start": start, "end": end}, "shadowedSeqs": shadowed, "shadowedTokenCount": tokens}
+    if kind == "compaction/summary":
+        data = {"compactionId": compaction_id, "summary": [{"type": "text", "text": "s"}], **data,
+                "provider": PROVIDER, "model": "summarizer"}
+    return {"type": kind, "data": data}
+
+
+def checkpoint(ident: str, summary: str, start: int, end: int, cites: list[int], compaction_id: str = "c") -> dict:
+    """The compaction checkpoint (spec 8.2 step 9/13): framed summary replacing ``start..end``."""
+    content = [{"type": "text", "text": PREAMBLE + "\n\n<compacted-summary>"}, {"type": "text", "text": summary},
+               {"type": "text", "text": "</compacted-summary>"}]
+    return {"type": "user/message", "data": {"id": ident, "role": "user", "content": content,
+                                             "source": {"kind": "plugin", "plugin": "compact",
+                                                        "compactionId": compaction_id}},
+            "surfaceOp": {"op": "replace", "start": start, "end": end}, "sourceEventSeqs": cites}
+
+
+def context_text(sections: tuple[str, ...]) -> str:
+    """`joinContextSections` / CLEARED (spec 12)."""
+    if not sections:
+        return CLEARED
+    return CONTEXT_HEADER + "\n\n".join(sections)
+
+
+def context_snapshot(text: str, ident: str) -> dict:
+    """The runtime-context snapshot the loop enters after `step/start` (spec 12, D9)."""
+    return {"type": "user/message", "data": {"id": ident, "role": "user", "content": [{"type": "text", "text": text}],
+                                             "source": {"kind": "plugin", "plugin": RUNTIME_CONTEXT_SOURCE}},
+            "surfaceOp": "append"}
+
+
+LOG_ONLY = (
+    ("agent/status", {"status": "busy"}),
+    ("request/context", {"provider": PROVIDER, "model": MODELS[0], "contextWindow": 4000}),
+    ("agent/inbox/spliced", {"target": "pending", "start": 0, "inserted": []}),
+)
+
+usage_strategy = st.fixed_dictionaries({"inputTokens": st.integers(0, 3000), "outputTokens": st.integers(0, 200)},
+                                       optional={"cacheReadTokens": st.integers(0, 500)})
+
+good_summaries = st.one_of(
+    st.builds(lambda r: {"outcome": "text", "ratio": r}, st.sampled_from((0.05, 0.1, 0.2))),
+    st.builds(lambda t: {"outcome": "text", "text": t}, texts),
+)
+odd_summaries = st.one_of(
+    st.builds(lambda r: {"outcome": "text", "ratio": r}, st.sampled_from((1.0, 1.5))),
+    st.sampled_from([{"outcome": o} for o in ("failure", "empty", "image", "truncated", "cancel", "agent-cancel",
+                                              "late-cancel")]),
+)
+
+
+def weighted(common, rare, odds: int = 4):
+    """``common`` about ``odds`` times as often as ``rare`` (both stay reachable for the shrinker)."""
+    return st.integers(0, odds).flatmap(lambda k: rare if k == 0 else common)
+
+
+summary_scripts = weighted(good_summaries, odd_summaries, 3)
+rarely = st.integers(0, 7).map(lambda k: k == 0)
