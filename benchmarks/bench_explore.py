@@ -44,7 +44,7 @@ def run(variant: str, bounds: Bounds) -> tuple[int, int, float]:
     """One cold exploration: (states, edges, CPU seconds of this process; wall seconds with workers)."""
     cold()
     if variant == "workers-2":
-        from surfacecheck.cluster import pool
+        from surfacecheck.core.cluster import pool
         from surfacecheck.explore.distributed import Expander
 
         began = time.perf_counter()

@@ -1,7 +1,7 @@
 """Lockstep throughput at level ``log`` in steps/s (issue 4, "Must show").
 
 One fixed, realistic step list (turns with tool rounds, prompts, prune and summary replacements
-priced with their exact shadow prices) is replayed through :class:`~surfacecheck.verify.lockstep.Lockstep`
+priced with their exact shadow prices) is replayed through :class:`~surfacecheck.properties.stateful.lockstep.Lockstep`
 with the standard invariants, the way ``verify`` drives a runtime: after every step surface,
 cuts, measure and projection are compared with the model. Variants:
 
@@ -47,8 +47,8 @@ from surfacecheck.properties.stateful.selection import OneDrawRules
 from surfacecheck.runtime import model_runtime
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step
-from surfacecheck.verify.lockstep import Lockstep, StepQuery
+from surfacecheck.core.trace import Step
+from surfacecheck.properties.stateful.lockstep import Lockstep, StepQuery
 from surfacecheck.verify import runner
 from surfacecheck.verify.runner import CI_SEED, monitors_for, run_level
 

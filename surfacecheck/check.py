@@ -35,10 +35,11 @@ from pathlib import Path
 from typing import Any, Sequence, TextIO
 
 from surfacecheck import scenarios
-from surfacecheck.reports.junit import Outcome, TestCase, write_junit
+from surfacecheck.core.cases import Outcome, TestCase
+from surfacecheck.reports.junit import write_junit
 
 from . import __version__
-from .corpus import (
+from .core.corpus import (
     GENERATED_DIR,
     SESSIONS_DIR,
     CorpusError,
@@ -49,7 +50,8 @@ from .corpus import (
 )
 from .runtime.select import runtime_problem as select_runtime_problem
 from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
-from .stage import INTERRUPT_EXIT, CheckContext, Terminated
+from .core.stage import DEFAULT_REPORT_DIR, INTERRUPT_EXIT, CheckContext, Terminated
+from .core.verdict import Verdict
 from surfacecheck.reports.html_report import write_html
 from surfacecheck.reports.screenshot import PNG_FILE, render as render_png
 from surfacecheck.reports.stage_lines import stage_line
@@ -72,13 +74,12 @@ from .logcheck import (  # noqa: F401 - re-exported for callers and tests
     load_runtime,
 )
 
-EXIT_OK = 0
-EXIT_VIOLATION = 1
-EXIT_USAGE = 2
-EXIT_INCONCLUSIVE = 3
+EXIT_OK = Verdict.OK.exit_code
+EXIT_VIOLATION = Verdict.VIOLATION.exit_code
+EXIT_USAGE = Verdict.BAD_INPUT.exit_code
+EXIT_INCONCLUSIVE = Verdict.INCONCLUSIVE.exit_code
 
 DEFAULT_RUNTIME = "embedded"
-DEFAULT_REPORT_DIR = Path("reports") / "out"
 REPORT_FILE = "report.json"
 JUNIT_FILE = "junit.xml"
 REPORT_SCHEMA = "surfacecheck-report/1"
@@ -120,11 +121,8 @@ class _Progress:
 
 
 def _verdict(results: list[LogResult]) -> tuple[str, int]:
-    if any(r.status == "violation" for r in results):
-        return "violated", EXIT_VIOLATION
-    if any(r.status == "inconclusive" for r in results):
-        return "inconclusive", EXIT_INCONCLUSIVE
-    return "held", EXIT_OK
+    verdict = Verdict.fold(r.status for r in results if r.status in (Verdict.VIOLATION, Verdict.INCONCLUSIVE))
+    return verdict.word, verdict.exit_code
 
 
 def build_report(
@@ -306,7 +304,7 @@ def run_check(
 ) -> int:
     """Run ``surfacecheck check``; returns the exit code (0 held, 1 violation, 2 usage, 3 inconclusive).
 
-    ``corpus`` ``None`` means discover it (:func:`surfacecheck.corpus.corpus_root`); if none is
+    ``corpus`` ``None`` means discover it (:func:`surfacecheck.core.corpus.corpus_root`); if none is
     found only the scenario logs are checked. ``scenario_dir`` defaults to the package's
     ``scenarios/logs``. ``report_dir`` defaults to ``./reports/out``.
     """

@@ -9,8 +9,9 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from .core.verdict import INTERRUPT_EXIT, Verdict
 from . import __version__
-from .argtypes import positive_seconds, writable_dir
+from .core.argtypes import positive_seconds, writable_dir
 from .check import (
     DEFAULT_REPORT_DIR,
     DEFAULT_RUNTIME,
@@ -23,7 +24,7 @@ from .check import (
     run_check,
     runtime_problem,
 )
-from .corpus import ENV_VAR
+from .core.corpus import ENV_VAR
 from .stages import ALL_STAGES
 
 EXIT_CODES = f"""\
@@ -177,7 +178,20 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=_run_check)
     for module in CAPABILITIES:
         importlib.import_module(f"surfacecheck.{module}.cli").register(commands)
+    commands.choices["replay"].set_defaults(func=_replay)
     return parser
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """``replay`` hands a trace to the engine that wrote it: an e2e bundle folder re-runs its script on the real
+    runtime (``surfacecheck e2e``), any other trace replays in lockstep with the model (``surfacecheck verify``)."""
+    from surfacecheck.e2e.bundle import is_e2e_target
+
+    if is_e2e_target(args.trace):
+        from surfacecheck.e2e.cli import replay_bundle
+        return replay_bundle(args.trace, json_out=args.json)
+    from surfacecheck.verify.cli import run_replay_command
+    return run_replay_command(args)
 
 
 # Each capability registers its own subcommands (``surfacecheck/<capability>/cli.py``).
@@ -220,9 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     The last line of defence of the exit-code contract: a runtime that became unusable in a path no command
     anticipated is inconclusive (3), an interrupt exits 130 (SIGINT) and a bug of the suite itself is reported
     in one line and is inconclusive too, never a traceback and never 0 or 1 (a verdict nothing supports)."""
-    from surfacecheck.runtime.api import RuntimeUnavailable
+    from surfacecheck.core.protocol import RuntimeUnavailable
     from surfacecheck.runtime.client import kill_all, live
-    from surfacecheck.stage import Terminated
+    from surfacecheck.core.stage import Terminated
 
     Parser.wants_json = "--json" in (sys.argv[1:] if argv is None else list(argv))
     args = build_parser().parse_args(argv)  # usage errors exit 2 here
@@ -234,12 +248,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _inconclusive(args, name, f"the runtime became unusable ({exc.kind}): {exc}")
     except KeyboardInterrupt:
         sys.stderr.write(f"surfacecheck {name}: interrupted\n")
-        return 130
+        return INTERRUPT_EXIT["SIGINT"]
     except Terminated:
         sys.stderr.write(f"surfacecheck {name}: terminated\n")
-        return 143
+        return INTERRUPT_EXIT["SIGTERM"]
     except BrokenPipeError:  # stdout closed by the reader (| head): nothing left to report to
-        return 3
+        return Verdict.INCONCLUSIVE.exit_code
     except Exception as exc:  # noqa: BLE001 - see the docstring
         if os.environ.get(DEBUG_ENV):
             raise
@@ -258,7 +272,7 @@ def _on_sigterm():
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    from surfacecheck.stage import Terminated
+    from surfacecheck.core.stage import Terminated
 
     def handler(signum, frame):
         raise Terminated()
@@ -268,9 +282,10 @@ def _on_sigterm():
 
 def _inconclusive(args: argparse.Namespace, name: str, message: str) -> int:
     if getattr(args, "json", False):
-        print(json.dumps({"command": name, "verdict": "inconclusive", "exit_code": 3, "error": message}))
+        print(json.dumps({"command": name, "verdict": Verdict.INCONCLUSIVE.word,
+                          "exit_code": Verdict.INCONCLUSIVE.exit_code, "error": message}))
     sys.stderr.write(f"surfacecheck {name}: inconclusive: {message}\n")
-    return 3
+    return Verdict.INCONCLUSIVE.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from .corpus import GENERATED_DIR, SESSIONS_DIR
+from .core.corpus import GENERATED_DIR, SESSIONS_DIR
 
 SOURCE_SCENARIO = "scenarios"
 SOURCES = (SOURCE_SCENARIO, SESSIONS_DIR, GENERATED_DIR)

@@ -16,7 +16,7 @@ import sys
 import traceback
 from typing import IO, Any
 
-from surfacecheck.runtime.api import PROTOCOL, ProtocolError, RuntimeUnavailable
+from surfacecheck.core.protocol import PROTOCOL, ProtocolError, RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime, runtime_problem
 
 

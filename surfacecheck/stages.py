@@ -13,14 +13,13 @@ import time
 import traceback
 from typing import Any, Sequence
 
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from .stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult, Terminated, fold_status
+from .core.verdict import Verdict
+from .core.stage import INCONCLUSIVE, SKIPPED, VIOLATION, CheckContext, StageResult, Terminated, fold_status
 
 CAPABILITY_STAGES = ("runtime", "audit", "verify", "dsh", "findings", "prove", "explore", "e2e", "bench", "mutate")
 ALL_STAGES = ("logs",) + CAPABILITY_STAGES
-_VERDICT = {OK: "held", VIOLATION: "violated", INCONCLUSIVE: "inconclusive"}
-_EXIT = {"held": 0, "violated": 1, "inconclusive": 3}
 
 
 def _load(name: str):
@@ -60,7 +59,7 @@ def run_stages(ctx: CheckContext, names: Sequence[str], interrupted: list | None
 
             kill_all()  # the stage's runtime children, before anything is written
             message = f"stage {name} interrupted by {signame}"
-            case = TestCase(name=name, classname="surfacecheck.stage",
+            case = TestCase(name=name, classname="surfacecheck.core.stage",
                             error=Outcome(message=message, type="interrupted"))
             results.append(StageResult(name, INCONCLUSIVE, {"interrupted": signame}, message, [case],
                                        time.perf_counter() - started))
@@ -70,7 +69,7 @@ def run_stages(ctx: CheckContext, names: Sequence[str], interrupted: list | None
         except Exception as exc:  # noqa: BLE001 - a crashing stage is reported, not raised
             tail = traceback.format_exception(exc)[-3:]
             message = f"stage {name} crashed: {type(exc).__name__}: {exc}"
-            case = TestCase(name=name, classname="surfacecheck.stage",
+            case = TestCase(name=name, classname="surfacecheck.core.stage",
                             error=Outcome(message=message, type="stage-crash", text="".join(tail)))
             result = StageResult(name, INCONCLUSIVE, {"error": message}, message, [case])
         result.seconds = result.seconds or time.perf_counter() - started
@@ -85,9 +84,9 @@ def add_stages(report: dict[str, Any], results: list[StageResult]) -> None:
         r.name: {"status": r.status, "seconds": round(r.seconds, 3), "summary": r.summary} for r in results
     }
     report["logs_verdict"] = report["verdict"]
-    logs_status = {"held": OK, "violated": VIOLATION, "inconclusive": INCONCLUSIVE}[report["verdict"]]
-    verdict = _VERDICT[fold_status([logs_status] + [r.status for r in results if r.status != SKIPPED])]
-    report["verdict"], report["exit_code"] = verdict, _EXIT[verdict]
+    logs_status = Verdict.from_word(report["verdict"])
+    verdict = fold_status([logs_status] + [r.status for r in results if r.status != SKIPPED])
+    report["verdict"], report["exit_code"] = verdict.word, verdict.exit_code
 
 
 def format_stages(results: list[StageResult], verbose: bool = True) -> str:

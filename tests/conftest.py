@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from surfacecheck.corpus import ENV_VAR, CorpusError, corpus_root
+from surfacecheck.core.corpus import ENV_VAR, CorpusError, corpus_root
 
 settings.register_profile(
     "ci",

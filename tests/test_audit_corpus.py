@@ -17,8 +17,8 @@ from surfacecheck.model.config import RuntimePolicy
 from surfacecheck.audit.rules import ERROR, WARNING
 from surfacecheck.audit.run import audit_log, audit_paths, load_known, load_policy, log_key
 from surfacecheck.audit.stage import stage
-from surfacecheck.corpus import generated_expected
-from surfacecheck.stage import OK, VIOLATION, CheckContext
+from surfacecheck.core.corpus import generated_expected
+from surfacecheck.core.stage import OK, VIOLATION, CheckContext
 
 
 @pytest.fixture(scope="module")

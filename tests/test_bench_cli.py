@@ -16,8 +16,8 @@ from surfacecheck.bench.plot import figure
 from surfacecheck.bench import stage as bench_stage
 from surfacecheck.bench.stage import stage
 from surfacecheck.cli import main
-from surfacecheck.runtime.api import ProtocolError
-from surfacecheck.stage import OK, SKIPPED, VIOLATION, CheckContext
+from surfacecheck.core.protocol import ProtocolError
+from surfacecheck.core.stage import OK, SKIPPED, VIOLATION, CheckContext
 from test_bench import RecountingProjection  # noqa: E402  (the impostor negative control)
 
 SERVE = f"cmd:{sys.executable} -m surfacecheck.serve"

@@ -18,7 +18,7 @@ import pytest
 from surfacecheck.bench.harness import MAX_RATIO
 from surfacecheck.bench import measure
 from surfacecheck.cli import main
-from surfacecheck.runtime.api import ProtocolError, RuntimeUnavailable
+from surfacecheck.core.protocol import ProtocolError, RuntimeUnavailable
 from surfacecheck.runtime.dsh import ADAPTER, MODULES_ENV, modules_problem, spec_problem
 
 SIZES = [100, 3000]

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from surfacecheck import check as check_mod
-from surfacecheck import corpus as corpus_mod
+from surfacecheck.core import corpus as corpus_mod
 from surfacecheck.check import Runtime, run_check
 from surfacecheck.cli import main
 

@@ -11,7 +11,7 @@ pytest.importorskip("distributed")
 import dask  # noqa: E402
 
 import cluster_work  # noqa: E402
-from surfacecheck import cluster  # noqa: E402
+from surfacecheck.core import cluster  # noqa: E402
 
 
 def test_results_come_back_in_item_order_and_done_sees_every_item():

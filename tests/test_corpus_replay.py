@@ -26,7 +26,7 @@ from surfacecheck.model.session import END_SEED, replay_events, seeded
 from surfacecheck.model.surface import fold_surface
 
 try:
-    from surfacecheck.corpus import corpus_root as _corpus_root
+    from surfacecheck.core.corpus import corpus_root as _corpus_root
 except ImportError:  # pragma: no cover - the package ships with the project
     _corpus_root = None
 

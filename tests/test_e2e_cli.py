@@ -19,8 +19,8 @@ import pytest
 from surfacecheck.e2e import run as run_mod
 from surfacecheck.e2e.generate import draw_scripts, identity, shrink_script
 from surfacecheck.e2e.script import from_json
-from surfacecheck.stage import CheckContext
-from surfacecheck.trace import read_trace
+from surfacecheck.core.stage import CheckContext
+from surfacecheck.core.trace import read_trace
 
 
 def main(argv: list[str]) -> int:

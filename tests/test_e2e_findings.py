@@ -33,7 +33,7 @@ def model_log(path: Path, finding_id: str = G10) -> Path:
     """The registered witness of ``finding_id`` run on the model, its session written as a dsh log."""
     from surfacecheck.model.jsonl import write_log
     from surfacecheck.runtime.model_runtime import ModelRuntime
-    from surfacecheck.trace import read_trace
+    from surfacecheck.core.trace import read_trace
 
     entry = next(f for f in registry.load() if f.id == finding_id)
     runtime = ModelRuntime()

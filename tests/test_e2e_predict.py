@@ -78,7 +78,7 @@ def test_real_runtime_logs_agree_with_the_prediction(corpus, name):
     assert prediction.decisions and prediction.complete and not prediction.problems
     assert compare(prediction, events) == []
     # the model's stream is the runtime's log (ids and times aside) when it never parts
-    from surfacecheck.e2e.compare import comparable
+    from surfacecheck.e2e.actions import comparable
     assert [comparable(e) for e in prediction.events] == [comparable(e) for e in events]
 
 

@@ -7,7 +7,7 @@ import io
 from surfacecheck.runtime.embedded.bugs import override, variant
 from surfacecheck.runtime.embedded.projection import ShadowPriceProjection
 from surfacecheck.runtime.embedded.stage import stage
-from surfacecheck.stage import CheckContext
+from surfacecheck.core.stage import CheckContext
 
 
 def test_stage_holds_on_every_log(corpus, tmp_path):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from surfacecheck.cli import main
 from surfacecheck.explore.stage import stage
-from surfacecheck.stage import CheckContext
-from surfacecheck.trace import read_trace
+from surfacecheck.core.stage import CheckContext
+from surfacecheck.core.trace import read_trace
 
 
 def _run(capsys, *argv):

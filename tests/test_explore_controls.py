@@ -14,7 +14,7 @@ from surfacecheck.explore.stage import CONTROL_BOUNDS
 from surfacecheck.explore.variants import VARIANTS
 from surfacecheck.explore.world import Bounds
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import read_trace
+from surfacecheck.core.trace import read_trace
 from surfacecheck.verify.replay import replay_trace
 
 KNOWN_MINIMAL = {

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from benchmarks import explore_previous as previous
-from surfacecheck import cluster
+from surfacecheck.core import cluster
 from surfacecheck.cli import main as cli
 from surfacecheck.explore.bfs import explore
 from surfacecheck.explore.run import run_explore

@@ -16,8 +16,8 @@ from surfacecheck.findings.run import run_findings
 from surfacecheck.findings.search import first_violation, promise_names, scan_log, scan_logs
 from surfacecheck.findings.witness import BUILDERS, minimal
 from surfacecheck.runtime.model_runtime import ModelRuntime
-from surfacecheck.trace import read_trace, write_trace
-from surfacecheck.verify.lockstep import Lockstep
+from surfacecheck.core.trace import read_trace, write_trace
+from surfacecheck.properties.stateful.lockstep import Lockstep
 from surfacecheck.verify.replay import replay_trace
 
 FINDINGS = registry.load()
@@ -189,7 +189,7 @@ def test_stage_reports_known_findings(tmp_path, monkeypatch):
     import io
 
     from surfacecheck.findings import stage as findings_stage
-    from surfacecheck.stage import CheckContext
+    from surfacecheck.core.stage import CheckContext
 
     monkeypatch.setattr(findings_stage, "SEARCH_SECONDS", 0)
     monkeypatch.setattr(findings_stage, "EXPLORE_BOUNDS", None)

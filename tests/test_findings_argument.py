@@ -239,7 +239,7 @@ def test_the_reachability_traces_are_what_their_builders_write():
     """properties/findings/reachability/*.jsonl: each dsh-order story as its builder tells it now, breaking its
     finding's promise on the model, and named by that finding's reachability claim."""
     from surfacecheck.findings.reach_traces import BUILDERS
-    from surfacecheck.trace import read_trace
+    from surfacecheck.core.trace import read_trace
 
     by_id = {f.id: f for f in FINDINGS}
     folder = registry.DEFAULT_PATH.parent / "findings" / "reachability"

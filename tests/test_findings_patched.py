@@ -31,7 +31,7 @@ from quirk_patches import (PATCHES, automatic_checks_the_signal, command_reports
 from surfacecheck.findings import registry
 from surfacecheck.findings.run import run_findings
 from surfacecheck.runtime.model_runtime import ModelRuntime
-from surfacecheck.trace import read_trace
+from surfacecheck.core.trace import read_trace
 from surfacecheck.verify.replay import replay_trace
 
 FINDINGS = {f.id: f for f in registry.load()}
@@ -335,7 +335,7 @@ def test_G13_entering_the_batch_before_pressure_removes_the_blind_spot(monkeypat
     (``WITNESS_ONLY``): G2's minimised witness never closes step 1, and measured after step/start its pre-step
     is refused by the meter (spec 4.2); closed by step/end as dsh writes it, it still loses the snapshot."""
     from surfacecheck.findings.search import first_violation
-    from surfacecheck.trace import Step
+    from surfacecheck.core.trace import Step
 
     finding_id, g2 = "G13-entering-batch-blind-spot", FINDINGS["G2-one-request-context-window"]
     _check(finding_id, monkeypatch, PATCHES[finding_id])
@@ -426,7 +426,7 @@ def test_ci_notices_through_the_cli_and_the_check_stage(monkeypatch, capsys, tmp
     from surfacecheck.findings import cli
     from surfacecheck.findings import run as findings_run
     from surfacecheck.findings import stage as findings_stage
-    from surfacecheck.stage import VIOLATION, CheckContext
+    from surfacecheck.core.stage import VIOLATION, CheckContext
 
     lock_before_overflow_pruning(monkeypatch)
     monkeypatch.setattr(findings_run, "run_findings", _findings)  # both entry points, discovery off

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from surfacecheck.properties.monitors import all_monitors
-from surfacecheck.reports.findings_report import draw_trace, render, write_report
+from surfacecheck.findings.report import draw_trace, render, write_report
 from surfacecheck.findings import registry
 from surfacecheck.findings.cli import explore_bounds
 from surfacecheck.findings.evidence import PROOFS
 from surfacecheck.findings.run import run_findings
 from surfacecheck.findings.search import EXPLORE_BOUNDS, explore_search, promise_names
 from surfacecheck.runtime.model_runtime import ModelRuntime
-from surfacecheck.trace import read_trace
+from surfacecheck.core.trace import read_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "reports" / "findings.md"

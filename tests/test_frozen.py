@@ -13,7 +13,7 @@ import surfacecheck.model.pairing  # noqa: F401
 import surfacecheck.model.projection  # noqa: F401
 import surfacecheck.model.session  # noqa: F401
 import surfacecheck.model.surface  # noqa: F401
-import surfacecheck.trace  # noqa: F401
+import surfacecheck.core.trace  # noqa: F401
 from surfacecheck.model.frozen import QUICK, quick_init
 
 HOT = {"Event", "Session", "MeterState", "ClaimStep", "Measurement", "SurfacePlan", "Cuts", "SurfaceProjection",

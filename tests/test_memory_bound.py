@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from surfacecheck import memory
+from surfacecheck.core import memory
 from surfacecheck.cli import main
 from surfacecheck.explore import run as explore_run
 from surfacecheck.explore.variants import variant

@@ -18,7 +18,7 @@ from surfacecheck.model.policy import PRESSURE, Environment, compact_if_needed
 from surfacecheck.model.config import RuntimePolicy
 from surfacecheck.model.region import select_compactable_range
 from surfacecheck.model.replay import replay
-from surfacecheck.runtime.api import ProtocolError
+from surfacecheck.core.protocol import ProtocolError
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.sample import POLICY, sample_requests
 

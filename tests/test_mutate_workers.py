@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from surfacecheck import cluster
+from surfacecheck.core import cluster
 from surfacecheck.mutate import sharded
 
 pytest.importorskip("distributed")

@@ -8,7 +8,7 @@ import pytest
 
 from surfacecheck.explore.oracle import Settings
 from surfacecheck.explore.tracegen import concretise
-from surfacecheck.runtime.api import ProtocolError
+from surfacecheck.core.protocol import ProtocolError
 from surfacecheck.runtime.schemas import documents
 from surfacecheck.runtime.select import open_runtime
 

@@ -14,10 +14,10 @@ from surfacecheck.properties.monitors import lookup
 from surfacecheck.properties.promises_context import PROMISES
 from surfacecheck.findings.search import first_violation, scan_log
 from surfacecheck.findings.witness_context import BUILDERS
-from surfacecheck.runtime.api import ProtocolError
+from surfacecheck.core.protocol import ProtocolError
 from surfacecheck.runtime.embedded.runtime import EmbeddedRuntime
 from surfacecheck.runtime.model_runtime import ModelRuntime
-from surfacecheck.trace import read_trace
+from surfacecheck.core.trace import read_trace
 from surfacecheck.verify.replay import replay_trace
 
 FINDINGS_DIR = Path(__file__).resolve().parent.parent / "surfacecheck" / "properties" / "findings"

@@ -23,7 +23,7 @@ from surfacecheck.findings.search import _one_run, first_violation, wire
 from surfacecheck.findings.witness_measure import BUILDERS
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step, read_trace
+from surfacecheck.core.trace import Step, read_trace
 from surfacecheck.verify.replay import replay_trace
 
 FINDINGS_DIR = Path(properties.__file__).resolve().parent / "findings"

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from hypothesis import given, strategies as st
 
-from surfacecheck.runtime.api import PROTOCOL, ProtocolError, RuntimeUnavailable, ops_at
+from surfacecheck.core.protocol import PROTOCOL, ProtocolError, RuntimeUnavailable, ops_at
 from surfacecheck.runtime.client import ProcessRuntime
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.sample import sample_requests
@@ -205,7 +205,7 @@ class _GenerationOnAppend(ModelRuntime):
 def test_runtime_stage_passes_the_model_and_catches_a_broken_runtime(tmp_path):
     from surfacecheck.runtime.select import register_variant
     from surfacecheck.runtime.stage import stage
-    from surfacecheck.stage import CheckContext
+    from surfacecheck.core.stage import CheckContext
 
     ok = stage(CheckContext("model", None, False, tmp_path, io.StringIO()))
     assert ok.status == "ok" and len(ok.summary["runs"]) == 2, ok.text  # in-process and served

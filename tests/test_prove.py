@@ -10,7 +10,7 @@ import z3
 
 from surfacecheck.properties.proofs import names, run_obligations
 from surfacecheck.properties.proofs.obligation import PROVED, REFUTED
-from surfacecheck.trace import read_trace
+from surfacecheck.core.trace import read_trace
 
 BOUND = 8  # small and fast; tests/test_prove_patched.py breaks the model and expects refutations
 
@@ -130,7 +130,7 @@ def test_stage_reports_ok_with_junit_cases(tmp_path, monkeypatch):
     import io
 
     from surfacecheck.prove import stage as prove_stage
-    from surfacecheck.stage import CheckContext
+    from surfacecheck.core.stage import CheckContext
 
     monkeypatch.setattr(prove_stage, "STAGE_BOUND", 3)
     result = prove_stage.stage(CheckContext("model", None, False, tmp_path, io.StringIO()))

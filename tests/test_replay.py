@@ -9,7 +9,7 @@ import pytest
 
 from surfacecheck.cli import main
 from surfacecheck.runtime.select import open_runtime, register_variant
-from surfacecheck.trace import Step, Trace, Violation, write_trace
+from surfacecheck.core.trace import Step, Trace, Violation, write_trace
 from surfacecheck.verify.replay import replay_trace
 from surfacecheck.verify.reproducer import write_reproducer
 

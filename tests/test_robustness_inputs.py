@@ -159,7 +159,7 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(opti
 
 
 def test_a_writable_output_folder_is_probed_without_a_trace(tmp_path):
-    from surfacecheck.argtypes import writable_dir
+    from surfacecheck.core.argtypes import writable_dir
 
     assert writable_dir(str(tmp_path / "x" / "y" / "z")) == str(tmp_path / "x" / "y" / "z")
     assert list(tmp_path.iterdir()) == []  # the folders made to probe are gone again

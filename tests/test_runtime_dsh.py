@@ -139,7 +139,7 @@ def test_refusals_come_from_dsh(pristine):
 def _ctx(tmp_path, runtime="embedded"):
     import io
 
-    from surfacecheck.stage import CheckContext
+    from surfacecheck.core.stage import CheckContext
 
     return CheckContext(runtime=runtime, corpus=None, strict=False, report_dir=tmp_path, err=io.StringIO())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from seeded_bugs import BUGS
-from surfacecheck.trace import read_trace
+from surfacecheck.core.trace import read_trace
 from surfacecheck.verify.replay import replay_trace
 from surfacecheck.verify.run import verify
 

@@ -10,7 +10,7 @@ import pytest
 
 from surfacecheck import stages as stages_mod
 from surfacecheck.check import run_check
-from surfacecheck.stage import INCONCLUSIVE, OK, VIOLATION, StageResult, fold_status
+from surfacecheck.core.stage import INCONCLUSIVE, OK, VIOLATION, StageResult, fold_status
 
 
 def _install(monkeypatch, name, behaviour):
@@ -53,6 +53,6 @@ def test_a_crashing_stage_is_inconclusive_not_a_pass(tmp_path, monkeypatch):
 
 def test_a_capability_without_a_stage_is_skipped_silently(tmp_path):
     ctx_err = io.StringIO()
-    from surfacecheck.stage import CheckContext
+    from surfacecheck.core.stage import CheckContext
     ctx = CheckContext("model", None, False, tmp_path, ctx_err)
     assert stages_mod.run_stages(ctx, ("no_such_capability",)) == []

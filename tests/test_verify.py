@@ -10,10 +10,10 @@ import pytest
 from surfacecheck.properties.monitors import lookup
 from surfacecheck.properties.policy_invariants import bracket_problem
 from surfacecheck.cli import main
-from surfacecheck.runtime.api import ProtocolError
+from surfacecheck.core.protocol import ProtocolError
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step, read_trace
-from surfacecheck.verify.lockstep import Lockstep, normalize
+from surfacecheck.core.trace import Step, read_trace
+from surfacecheck.properties.stateful.lockstep import Lockstep, normalize
 from surfacecheck.verify.run import verify
 
 USER = {"type": "user/message", "surfaceOp": "append",
@@ -257,7 +257,7 @@ def test_a_violation_writes_trace_reproducer_and_regression(tmp_path):
 def test_the_check_stage_reports_levels_as_junit_cases(tmp_path, monkeypatch):
     import io
 
-    from surfacecheck.stage import CheckContext
+    from surfacecheck.core.stage import CheckContext
     from surfacecheck.verify import stage as verify_stage
 
     monkeypatch.setattr(verify_stage, "PROFILE", "smoke")

@@ -7,10 +7,10 @@ import pytest
 
 import seeded_bugs  # noqa: F401 - registers embedded:<bug>
 from surfacecheck.properties.monitors import lookup
-from surfacecheck.runtime.api import ProtocolError
+from surfacecheck.core.protocol import ProtocolError
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step
-from surfacecheck.verify.lockstep import Lockstep
+from surfacecheck.core.trace import Step
+from surfacecheck.properties.stateful.lockstep import Lockstep
 from surfacecheck.model.runtime_context import CLEARED, CONTEXT_HEADER, NEVER, RUNTIME_CONTEXT_SOURCE, project_sections
 
 RUNTIMES = ("model", "embedded")
@@ -134,7 +134,7 @@ def test_malformed_context_or_step_is_a_protocol_error(spec, args):
 
 def test_the_committed_regression_is_flagged_by_the_monitor_alone_on_the_bug_only():
     """The shrunk verify trace (overflow recovery shadows the snapshot, §15 G2) judged without the model."""
-    from surfacecheck.trace import read_trace
+    from surfacecheck.core.trace import read_trace
     from surfacecheck.verify.run import REGRESSIONS
 
     (path,) = REGRESSIONS.glob("policy-embedded-runtime-context-not-reemitted-*.jsonl")

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from surfacecheck.runtime.api import ProtocolError, RuntimeUnavailable
+from surfacecheck.core.protocol import ProtocolError, RuntimeUnavailable
 from surfacecheck.runtime.embedded.runtime import copy_json
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step
-from surfacecheck.verify.lockstep import Lockstep
+from surfacecheck.core.trace import Step
+from surfacecheck.properties.stateful.lockstep import Lockstep
 from surfacecheck.verify.runner import CI_SEED, run_level
 from test_verify import USER, Skewed
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step, Trace, Violation
+from surfacecheck.core.trace import Step, Trace, Violation
 from surfacecheck.verify.minimise import minimise_trace
 from surfacecheck.verify.replay import replay_trace
 

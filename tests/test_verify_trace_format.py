@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from surfacecheck.trace import FORMAT, Step, Trace, TraceError, Violation, read_trace, write_trace
+from surfacecheck.core.trace import FORMAT, Step, Trace, TraceError, Violation, read_trace, write_trace
 
 HEADER = {"format": FORMAT, "source": "verify", "level": "log", "runtime": "embedded", "seed": 7,
           "property": "lockstep-surface"}

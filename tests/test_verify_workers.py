@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from surfacecheck import cluster
+from surfacecheck.core import cluster
 from surfacecheck.cli import main as cli
-from surfacecheck.trace import read_trace
+from surfacecheck.core.trace import read_trace
 from surfacecheck.verify.run import verify
 from surfacecheck.verify.sharded import SHARDS, shard_seed
 

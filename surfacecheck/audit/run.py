@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
+from surfacecheck.core.verdict import Verdict
 from surfacecheck.model.config import RuntimePolicy
 from surfacecheck.model.errors import ModelError
 from surfacecheck.model.replay import Replacement
@@ -116,8 +117,8 @@ class AuditReport:
     @property
     def exit_code(self) -> int:
         if self.unreadable:
-            return 2
-        return 1 if self.counts()["errors"] else 0
+            return Verdict.BAD_INPUT.exit_code
+        return (Verdict.VIOLATION if self.counts()["errors"] else Verdict.OK).exit_code
 
     def to_json(self) -> dict:
         out = {"logs": [log.to_json() for log in self.logs], "summary": self.counts()}

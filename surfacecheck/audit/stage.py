@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 from surfacecheck.model.config import RuntimePolicy
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from ..corpus import GENERATED_DIR, POLICIES_DIR, SESSIONS_DIR
-from ..stage import OK, VIOLATION, CheckContext, StageResult
+from ..core.corpus import GENERATED_DIR, POLICIES_DIR, SESSIONS_DIR
+from ..core.stage import OK, VIOLATION, CheckContext, StageResult
 from .format import human
 from .reader import AuditInputError
 from .rules import ERROR

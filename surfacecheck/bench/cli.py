@@ -14,7 +14,7 @@ from pathlib import Path
 
 from surfacecheck.bench.harness import BATCH_EVENTS, DEFAULT_SIZES, EVENTS_PER_APPEND, MAX_FLOOR_FACTOR, MAX_RATIO, batch_for
 from surfacecheck.bench.variants import VARIANTS
-from surfacecheck.argtypes import positive_seconds, writable_dir
+from surfacecheck.core.argtypes import positive_seconds, writable_dir
 
 from . import measure
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from surfacecheck.properties.promises_measure import CONSTANT_SLACK
+
 from .harness import Series, run
 from .variants import Variant
 
-CONSTANT_SLACK = 1.5  # ops per append may vary this much across sizes and still count as constant
 LINEAR_SHARE = 0.5  # linear: ops grow at least half as fast as the surface
 
 

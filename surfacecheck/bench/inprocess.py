@@ -11,7 +11,7 @@ from typing import Any
 
 from surfacecheck.bench.harness import batch_for, run
 from surfacecheck.bench.variants import FLOOR, VARIANTS
-from surfacecheck.runtime.api import ProtocolError
+from surfacecheck.core.protocol import ProtocolError
 
 MAX_SIZE = 10**7
 

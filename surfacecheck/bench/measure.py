@@ -16,7 +16,7 @@ from surfacecheck.bench.costmodel import cost_model_failures, growth
 from surfacecheck.bench.harness import BATCH_EVENTS, MAX_FLOOR_FACTOR, MAX_RATIO, Point, Series, gate, run
 from surfacecheck.bench.memory import state_bytes
 from surfacecheck.bench.variants import EMBEDDED, FLOOR, MODEL, VARIANTS, lookup
-from surfacecheck.runtime.api import ProtocolError, RuntimeUnavailable
+from surfacecheck.core.protocol import ProtocolError, RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime, runtime_problem
 
 SCHEMA = "surfacecheck-bench/1"

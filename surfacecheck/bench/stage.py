@@ -14,8 +14,8 @@ import time
 from surfacecheck.bench.costmodel import growth, ops_per_append
 from surfacecheck.bench.harness import run
 from surfacecheck.bench.variants import FLOOR, lookup
-from surfacecheck.reports.junit import Outcome, TestCase
-from surfacecheck.stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
+from surfacecheck.core.cases import Outcome, TestCase
+from surfacecheck.core.stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
 
 from . import measure
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import time
 
-from surfacecheck.reports.junit import Outcome, TestCase
-from surfacecheck.stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
+from surfacecheck.core.cases import Outcome, TestCase
+from surfacecheck.core.stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
 
 CLASSNAME = "surfacecheck.dsh"
 SPEC = "dsh"
@@ -25,7 +25,7 @@ def witness_reproduction(spec: str) -> list[dict]:
     """Per registered finding: does ``spec`` reproduce its witness (True / False / None = level not served)?"""
     from surfacecheck.findings import registry
     from surfacecheck.findings.run import reproduces
-    from surfacecheck.trace import read_trace
+    from surfacecheck.core.trace import read_trace
 
     from surfacecheck.findings.reachability import library_trace
 
@@ -44,7 +44,7 @@ def witness_reproduction(spec: str) -> list[dict]:
 
 
 def stage(ctx: CheckContext) -> StageResult:
-    from surfacecheck.runtime.api import RuntimeUnavailable
+    from surfacecheck.core.protocol import RuntimeUnavailable
     from surfacecheck.runtime.dsh import is_dsh_spec, spec_problem
     from surfacecheck.verify.run import verify
 

@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from surfacecheck.trace import Step, Trace, Violation, read_trace, write_trace
+from surfacecheck.core.trace import Step, Trace, Violation, read_trace, write_trace
 
 SCRIPT, SESSION, REQUESTS, DIFFERENCES, AUDIT, TRACE, README = (
     "script.json", "session.jsonl", "requests.jsonl", "differences.json", "audit.json", "trace.jsonl", "README.txt")

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .run import FOUR_PATHS, INSTALL_HINT, PATHS, SPEC_VERSION, E2EReport, Options, run_scripts
-from surfacecheck import cluster
-from surfacecheck.argtypes import positive_seconds, writable_dir
+from surfacecheck.core import cluster
+from surfacecheck.core.argtypes import positive_seconds, writable_dir
 
 from .runner import DEFAULT_STALL
 
@@ -260,7 +260,7 @@ def _emit(args, report: E2EReport) -> int:
 
 
 def run_dsh_command(args) -> int:
-    from surfacecheck.trace import TraceError
+    from surfacecheck.core.trace import TraceError
 
     from .script import ScriptError, from_json
 
@@ -305,7 +305,7 @@ def replay_bundle(target: str, *, json_out: bool = False, timeout: float = 180.0
     """``surfacecheck replay BUNDLE``: re-run the bundle's script on the runtime version it names."""
     from .bundle import resolve_script
     from .script import ScriptError, load_script
-    from surfacecheck.trace import TraceError, read_trace
+    from surfacecheck.core.trace import TraceError, read_trace
 
     args = argparse.Namespace(json=json_out)
     try:

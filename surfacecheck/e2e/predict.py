@@ -40,6 +40,7 @@ from surfacecheck.model.policy import (PRESSURE, Environment, OverflowState, com
 from surfacecheck.model.session import Session, commit
 from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
 
+from .actions import actions, comparable
 from .script import Script, coerce
 
 OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
@@ -198,8 +199,6 @@ class Decision:
     labels: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        from .compare import actions  # local: compare imports this module
-
         out = {"point": self.point.describe(), "seq": self.point.seq, "actions": actions(self.events),
                "generation": self.generation}
         for key in ("retry", "result", "error"):
@@ -292,8 +291,6 @@ def _feed(session: Session, state: OverflowState, event: Event) -> tuple[Session
 
 
 def _same(model_events: tuple[Event, ...], logged: tuple[Event, ...]) -> bool:
-    from .compare import comparable  # local: compare imports this module
-
     return [comparable(e) for e in model_events] == [comparable(e) for e in logged]
 
 

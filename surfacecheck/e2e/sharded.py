@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from surfacecheck import cluster
+from surfacecheck.core import cluster
 
 from .run import INSTALL_HINT, SPEC_VERSION, E2EReport, Options, ScriptOutcome, run_one
 

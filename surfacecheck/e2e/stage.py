@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib.util
 import time
 
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from ..stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
+from ..core.stage import INCONCLUSIVE, OK, SKIPPED, VIOLATION, CheckContext, StageResult
 from .run import AGREED, DIFFERED, INSTALL_HINT, SPEC_VERSION, Options, run_scripts
 
 SDK_MODULE = "deepseek_harness"

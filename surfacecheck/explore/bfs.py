@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from surfacecheck.memory import MemoryLimitReached
+from surfacecheck.core.memory import MemoryLimitReached
 
 from .packed import S_SURF, Packer
 from .safety import check_state
@@ -115,7 +115,7 @@ MEMORY_EVERY = 4096
 def explore(world: World, *, symmetry: bool = True, reverse: bool = False, max_states: int | None = None,
             on_level=None, memory=None, expand=None) -> Exploration:
     """BFS over every reachable state of ``world``. ``reverse`` tries actions in the opposite order
-    (results must not change); ``max_states`` or a ``memory`` bound (:class:`surfacecheck.memory.MemoryLimit`)
+    (results must not change); ``max_states`` or a ``memory`` bound (:class:`surfacecheck.core.memory.MemoryLimit`)
     stops early (``complete`` is then False, ``stopped`` says why). ``expand``, called with each level's
     frontier cores before the level is searched, may compute their moves elsewhere
     (:class:`.distributed.Expander`)."""

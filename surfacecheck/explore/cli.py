@@ -5,9 +5,9 @@ import argparse
 import json
 import sys
 
-from surfacecheck import cluster
-from surfacecheck.argtypes import writable_dir
-from surfacecheck.memory import parse_size
+from surfacecheck.core import cluster
+from surfacecheck.core.argtypes import writable_dir
+from surfacecheck.core.memory import parse_size
 
 from .world import Bounds
 

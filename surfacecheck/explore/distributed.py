@@ -14,7 +14,7 @@ at 1, 2 and 4 workers). The cost figures (seconds, states per second, model runs
 """
 from __future__ import annotations
 
-from surfacecheck.cluster import Pool, stable_hash
+from surfacecheck.core.cluster import Pool, stable_hash
 
 from .shape import signature
 from .world import SURF, World

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from surfacecheck.properties.monitors import register
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 
 from surfacecheck.model.runtime_context import CLEARED, RUNTIME_CONTEXT_SOURCE, join_context_sections
 

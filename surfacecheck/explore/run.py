@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from surfacecheck.memory import MemoryLimit
-from surfacecheck.trace import write_trace
+from surfacecheck.core.memory import MemoryLimit
+from surfacecheck.core.trace import write_trace
 
 from .arrays import graph_figures
 from .bfs import Exploration, explore, no_cyclic_gc
@@ -131,7 +131,7 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
     still checked for safety (a violation there is real: exit 1), progress is not (a partial graph has false
     dead ends), and otherwise the verdict is ``incomplete`` (exit 3), never ok. ``workers``/``scheduler``:
     expand the frontier on Dask (:mod:`.distributed`; the same report, cost figures aside); a lost cluster
-    raises :class:`surfacecheck.cluster.WorkerLost`."""
+    raises :class:`surfacecheck.core.cluster.WorkerLost`."""
     world = World(bounds, settings or Settings(), variant, shared=shared, check_oracle=oracle)
     cached = 0
     if cache is not None:
@@ -143,7 +143,7 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
     if workers is None and scheduler is None:
         exp = explore(world, symmetry=symmetry, reverse=reverse, on_level=on_level, memory=memory)
     else:
-        from surfacecheck.cluster import pool
+        from surfacecheck.core.cluster import pool
 
         from .distributed import Expander
 

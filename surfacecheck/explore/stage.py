@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from ..stage import OK, VIOLATION, CheckContext, StageResult
+from ..core.stage import OK, VIOLATION, CheckContext, StageResult
 from .run import run_explore
 from .variants import VARIANTS
 from .world import Bounds

@@ -6,13 +6,13 @@
 messages, tool calls and results), ``pre_step {context, step, claimed}`` (the runtime writes
 `step/start`, the claimed prompt and its runtime-context snapshot last, spec 12/13 D9),
 ``request_error``, ``manual_compact``, ``prune``, ``reload`` with their ``summaries`` scripts —
-and records each request as a :class:`~surfacecheck.trace.Step`. After every action it computes
+and records each request as a :class:`~surfacecheck.core.trace.Step`. After every action it computes
 α of the runtime's state, so a caller can check that the concrete run simulates the abstract path.
 """
 from __future__ import annotations
 
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step, Trace, Violation
+from surfacecheck.core.trace import Step, Trace, Violation
 
 from surfacecheck.model.runtime_context import NEVER, RetainedSnapshot, fold_retained, restore_retained
 

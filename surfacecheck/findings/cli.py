@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from surfacecheck.argtypes import positive_seconds, writable_dir, writable_file
+from surfacecheck.core.argtypes import positive_seconds, writable_dir, writable_file
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 DESCRIPTION = """\
@@ -91,7 +91,7 @@ def explore_bounds(value: str | None):
 
 
 def _corpus(value: str | None) -> Path | None:
-    from surfacecheck.corpus import CorpusError, corpus_root
+    from surfacecheck.core.corpus import CorpusError, corpus_root
 
     if value is not None:
         path = Path(value)
@@ -131,7 +131,7 @@ def main(args) -> int:
         sys.stderr.write(f"surfacecheck findings: {exc}\n")
         return 2
     if args.report is not None:
-        from surfacecheck.reports.findings_report import write_report
+        from surfacecheck.findings.report import write_report
 
         try:
             path = write_report(report.to_json(), Path(args.report))

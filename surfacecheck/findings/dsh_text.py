@@ -93,7 +93,7 @@ def installed_modules() -> Path | None:
 
 def spec_path() -> Path | None:
     """The dsh spec beside the corpus (``../shared/spec/dsh-compaction-spec.md``), if present."""
-    from surfacecheck.corpus import corpus_root
+    from surfacecheck.core.corpus import corpus_root
 
     try:
         root = corpus_root()

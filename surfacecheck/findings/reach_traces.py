@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from surfacecheck.trace import Trace, write_trace
+from surfacecheck.core.trace import Trace, write_trace
 
 from .witness import Story
 

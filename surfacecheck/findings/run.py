@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from surfacecheck.runtime.api import RuntimeUnavailable
-from surfacecheck.trace import TraceError, read_trace, write_trace
+from surfacecheck.core.protocol import RuntimeUnavailable
+from surfacecheck.core.trace import TraceError, read_trace, write_trace
 
 from . import reachability, registry
 from .argument import argue, order, reproduced_on
@@ -103,7 +103,7 @@ def check_arguments(report: FindingsReport, findings: list[registry.Finding], co
     """Each live entry's class quote and reachability claim checked (:func:`.argument.argue`); a quote dsh
     does not contain or a corpus log that does not show it makes the entry STALE."""
     if corpus is None:
-        from surfacecheck.corpus import CorpusError, corpus_root
+        from surfacecheck.core.corpus import CorpusError, corpus_root
 
         try:
             corpus = corpus_root()
@@ -164,7 +164,7 @@ def reproduces(trace, runtime_spec: str, timeout: float = 10.0, runtime=None) ->
     open runtime of that spelling to use (reset first, left open) instead of starting one."""
     from surfacecheck.properties.monitors import lookup
     from surfacecheck.runtime.select import open_runtime
-    from surfacecheck.verify.lockstep import Lockstep
+    from surfacecheck.properties.stateful.lockstep import Lockstep
     from surfacecheck.verify.replay import ensure_variants
 
     ensure_variants()

@@ -22,8 +22,8 @@ from typing import Iterable
 
 from surfacecheck.properties.monitors import all_monitors, lookup
 from surfacecheck.runtime.model_runtime import ModelRuntime
-from surfacecheck.trace import Step, Trace, Violation
-from surfacecheck.verify.lockstep import Lockstep
+from surfacecheck.core.trace import Step, Trace, Violation
+from surfacecheck.properties.stateful.lockstep import Lockstep
 from surfacecheck.verify.minimise import delete_steps
 
 SEARCH_LEVELS = ("policy", "compaction")

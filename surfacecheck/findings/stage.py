@@ -4,9 +4,9 @@ violation; known findings pass unless ``--strict``; a runtime other than the mod
 findings it lacks. The Markdown findings report goes to ``REPORT_DIR/findings.md``."""
 from __future__ import annotations
 
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from ..stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
+from ..core.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
 from .registry import RegistryError
 from .evidence import summary
 from .run import SEARCH_SECONDS, FindingsReport, run_findings
@@ -29,7 +29,7 @@ def stage(ctx: CheckContext) -> StageResult:
     status = {"ok": OK, "violation": VIOLATION}.get(report.verdict, INCONCLUSIVE)
     document, text = report.to_json(), report.text(verbose=False)
     try:
-        from surfacecheck.reports.findings_report import write_report
+        from surfacecheck.findings.report import write_report
 
         document["report"] = str(write_report(document, ctx.report_dir / REPORT_NAME))
         text += f"\nreport: {document['report']}"

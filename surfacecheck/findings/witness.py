@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from surfacecheck.trace import Step, Trace, write_trace
+from surfacecheck.core.trace import Step, Trace, write_trace
 
 T0 = 1_700_000_000_000
 POLICY = {"thresholdRatio": 0.5, "compactionRetries": 1, "maxOverflowRetries": 1, "maxTokens": 512}

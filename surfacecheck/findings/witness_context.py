@@ -6,7 +6,7 @@ cuts it by step deletion and ``python -m surfacecheck.findings.witness propertie
 """
 from __future__ import annotations
 
-from surfacecheck.trace import Trace
+from surfacecheck.core.trace import Trace
 
 
 def Story():

@@ -6,7 +6,7 @@ minimises and writes them. Every one replays to exit 1 on the model and on the e
 """
 from __future__ import annotations
 
-from surfacecheck.trace import Trace
+from surfacecheck.core.trace import Trace
 
 
 def Story():  # noqa: N802 - the Story of .witness, imported late: witness.py imports this module at its end

@@ -7,8 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from surfacecheck import cluster
-from surfacecheck.argtypes import positive_count, positive_seconds, writable_dir
+from surfacecheck.core import cluster
+from surfacecheck.core.argtypes import positive_count, positive_seconds, writable_dir
 
 from .units import STAGES
 
@@ -102,7 +102,7 @@ def register(commands) -> None:
 
 
 def run_mutate(args: argparse.Namespace) -> int:
-    from surfacecheck.corpus import CorpusError, corpus_root
+    from surfacecheck.core.corpus import CorpusError, corpus_root
 
     from .run import run_dsh
 

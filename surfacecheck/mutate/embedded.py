@@ -13,18 +13,16 @@ import fnmatch
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from .run import EQUIVALENT, MutationRun, sections_of, working_folder
+from .mutmut_copy import (PACKAGE, ROOT, STATUS_BY_EXIT, gate_env, void_reason,
+                          working_copy)
 from .score import Place, read_equivalent, score
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = "surfacecheck/runtime/embedded"
-COPIED = ("surfacecheck", "benchmarks", "docs")
 DEFAULT_FILES: dict[str, str] = {
     "session.py": "1.3", "surface.py": "1.4, 2", "pairing.py": "3", "meter.py": "4.2-4.4", "projection.py": "5.1",
     "usage.py": "5.2", "breakdown.py": "5.2", "tracker.py": "8.1, 4.4", "compaction.py": "6, 7, 8.1", "transaction.py": "8",
@@ -33,11 +31,6 @@ DEFAULT_FILES: dict[str, str] = {
 }
 """The embedded runtime's modules and the spec sections they implement (its package docstring's table); the
 protocol glue (``levels``, ``runtime``), the seeded bugs, the bench and the check stage are not the runtime."""
-INCONCLUSIVE_EXIT = 40  # gate_test.py
-STATUS_BY_EXIT = {1: "Killed", 0: "Survived", 33: "NoCoverage", 5: "NoCoverage", 36: "Timeout", 24: "Timeout",
-                  -24: "Timeout", 152: "Timeout", 255: "Timeout", 34: "Ignored", 37: "CompileError", None: "Pending"}
-"""mutmut's exit codes (its ``stats.status_by_exit_code``) in the report schema's words; anything else — our
-inconclusive 40, pytest's internal error 3, a signal — is a crash of the gate (RuntimeError), never a kill."""
 PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)")
 
 
@@ -52,25 +45,6 @@ def select_files(patterns: list[str] | None) -> list[str]:
     if unmatched:
         raise ValueError(f"--files {unmatched[0]!r} matches no module of {PACKAGE} ({', '.join(every)})")
     return chosen
-
-
-def working_copy(work: Path, files: list[str], settings: dict, concurrency_timeout: float) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "out", "out-*", "*.egg-info")
-    for name in COPIED:
-        shutil.copytree(ROOT / name, work / name, ignore=ignore)
-    (work / "gate_tests").mkdir()
-    shutil.copy2(Path(__file__).with_name("gate_test.py"), work / "gate_tests" / "test_gate.py")
-    config = {
-        "source_paths": [PACKAGE],
-        "only_mutate": [f"{PACKAGE}/{name}" for name in files],
-        "also_copy": list(COPIED) + ["gate_tests"],
-        "pytest_add_cli_args_test_selection": ["gate_tests/"],
-        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:benchmark", "-q"],
-        "timeout_multiplier": concurrency_timeout,
-        "use_git_change_detection": False,
-    }
-    lines = ["[tool.mutmut]"] + [f"{key} = {json.dumps(value)}" for key, value in config.items()]
-    (work / "pyproject.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 READ_RESULTS = r'''
@@ -167,7 +141,7 @@ def run_embedded(files_glob: list[str] | None, gate: tuple[str, ...], report_dir
             results, run.void = _results_in_one_run(work, settings, concurrency, log, say)
             run.extra["mutmut"] = {"max_children": concurrency, "coverage": "per test (mutmut's function tracing)"}
         else:
-            from surfacecheck.cluster import WorkerLost
+            from surfacecheck.core.cluster import WorkerLost
 
             from .sharded import Job, results_on
 
@@ -201,22 +175,6 @@ def _results_in_one_run(work: Path, settings: str, concurrency: int, log: Path, 
     if returncode != 0 or not results:
         return {}, void_reason(log, f"mutmut did not finish (exit {returncode}; log {log})")
     return results, None
-
-
-def gate_env(settings: str) -> dict:
-    """The environment mutmut and its gate tests run in: the gate's settings, and the copy's packages only
-    (no PYTHONPATH to this tree)."""
-    env = dict(os.environ, SURFACECHECK_MUTATE_GATE=settings)
-    env.pop("PYTHONPATH", None)
-    return env
-
-
-def void_reason(log: Path, otherwise: str) -> str:
-    """Why a run has no score, from mutmut's log: its clean test run failed, or ``otherwise`` and the log's tail."""
-    tail = log.read_text(encoding="utf-8", errors="replace")[-1500:] if log.is_file() else ""
-    if "Failed to run clean test" in tail:
-        return "the unmutated gate did not pass (mutmut's clean test run failed); no score"
-    return f"{otherwise}:\n{tail[-600:]}"
 
 
 def _run_mutmut(work: Path, env: dict, concurrency: int, log: Path, say) -> int:

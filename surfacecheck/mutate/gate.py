@@ -54,7 +54,7 @@ def run_gate(units: list[Unit], shared_args: dict, *, mutant: str | None, tests:
     pristine recording tries its shortcut first (never while coverage is collected). ``persistent``: a runtime
     process that imported dsh unmutated, the mutant switched on in it (``stryker_mutant``) for this run only —
     else a fresh process per run, the mutant active from its start (``__STRYKER_ACTIVE_MUTANT__``)."""
-    from surfacecheck.runtime.api import RuntimeUnavailable
+    from surfacecheck.core.protocol import RuntimeUnavailable
 
     from .pristine import shortcut
 

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from surfacecheck.core.verdict import Verdict
 from .score import Place, read_equivalent, read_times, score
 
 EQUIVALENT = {"dsh": Path(__file__).resolve().parents[2] / "runtimes" / "dsh" / "mutate" / "equivalent.json",
@@ -37,14 +38,15 @@ class MutationRun:
     @property
     def exit_code(self) -> int:
         if self.void:
-            return 3
+            return Verdict.INCONCLUSIVE.exit_code
         if self.min_score is not None and (self.figures.get("score") or 0.0) < self.min_score:
-            return 1
-        return 0
+            return Verdict.VIOLATION.exit_code
+        return Verdict.OK.exit_code
 
     @property
     def verdict(self) -> str:
-        return {0: "ok", 1: "below-min-score", 3: "void"}[self.exit_code]
+        return {Verdict.OK.exit_code: "ok", Verdict.VIOLATION.exit_code: "below-min-score",
+                Verdict.INCONCLUSIVE.exit_code: "void"}[self.exit_code]
 
     def to_json(self) -> dict:
         return {"command": "mutate", "runtime": self.runtime, "tool": self.tool, "gate": list(self.gate),

@@ -44,7 +44,7 @@ class Job:
 
 
 def job_env(job: Job) -> dict:
-    from .embedded import gate_env
+    from .mutmut_copy import gate_env
 
     return gate_env(job.gate)
 
@@ -52,7 +52,7 @@ def job_env(job: Job) -> dict:
 def prepare(job: Job, log: Path) -> list[list[str]] | None:
     """Lay out the copy (``embedded.working_copy``) if it is not there, run mutmut's preparation in it;
     the mutants ``[[file, key], ...]``, or None when the unmutated gate failed (see ``log``)."""
-    from .embedded import working_copy
+    from .mutmut_copy import working_copy
 
     work = Path(job.work)
     if not (work / "pyproject.toml").is_file():
@@ -129,7 +129,7 @@ def diffs_of(work: Path, env: dict, wanted: list[list[str]]) -> dict[str, str]:
 def results_on(pool, job: Job, log: Path, say) -> tuple[dict, str | None]:
     """Every mutant of ``job`` on ``pool``: mutmut's results ``{file: [row]}`` (as ``embedded.READ_RESULTS``
     gives them) and None, or ``{}`` and why the run is void (exit 3). WorkerLost propagates (the caller: void)."""
-    from .embedded import STATUS_BY_EXIT, void_reason
+    from .mutmut_copy import STATUS_BY_EXIT, void_reason
 
     listed = prepare(job, log)
     if listed is None:

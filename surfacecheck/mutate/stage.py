@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from ..stage import INCONCLUSIVE, OK, SKIPPED, CheckContext, StageResult
+from ..core.stage import INCONCLUSIVE, OK, SKIPPED, CheckContext, StageResult
 
 CLASSNAME = "surfacecheck.mutate"
 

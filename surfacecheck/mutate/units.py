@@ -77,7 +77,7 @@ class Shared:
 
 
 def _guarded(body: Callable[[], Outcome]) -> Outcome:
-    from surfacecheck.runtime.api import RuntimeUnavailable
+    from surfacecheck.core.protocol import RuntimeUnavailable
 
     started = time.perf_counter()
     try:
@@ -180,7 +180,7 @@ def replay_divergence(path: Path, runtime, *, batched: bool = True) -> dict | No
 
 def _log(source: str, path: Path) -> Callable[[Shared], Outcome]:
     def run(shared: Shared) -> Outcome:
-        from surfacecheck.runtime.api import RuntimeUnavailable
+        from surfacecheck.core.protocol import RuntimeUnavailable
         from surfacecheck.runtime.stage import _tools_template_divergence
 
         def body():
@@ -206,7 +206,7 @@ def _log(source: str, path: Path) -> Callable[[Shared], Outcome]:
 def _witness(finding) -> Callable[[Shared], Outcome]:
     def run(shared: Shared) -> Outcome:
         from surfacecheck.findings.run import reproduces
-        from surfacecheck.trace import read_trace
+        from surfacecheck.core.trace import read_trace
 
         def body():
             trace = read_trace(finding.trace_path)
@@ -231,7 +231,7 @@ def recorded_examples(profile: str) -> dict[str, list]:
     divergence is all a kill needs. The examples are therefore generated once per gate process, on the model, and
     replayed in lockstep on each mutant: the same steps and comparisons as verify, without Hypothesis's per-step
     cost (``tests/test_mutate_units.py`` checks the recording equals a verify run on dsh, step for step)."""
-    from surfacecheck.runtime.api import LEVELS
+    from surfacecheck.core.protocol import LEVELS
     from surfacecheck.runtime.select import open_runtime
     from surfacecheck.verify.runner import run_level
     from surfacecheck.verify.replay import ensure_variants
@@ -255,7 +255,7 @@ def recorded_examples(profile: str) -> dict[str, list]:
 def _verify(shared: Shared) -> Outcome:
     from surfacecheck.properties.monitors import lookup
     from surfacecheck.runtime.select import open_runtime
-    from surfacecheck.verify.lockstep import Lockstep
+    from surfacecheck.properties.stateful.lockstep import Lockstep
     from surfacecheck.verify.run import REGRESSIONS, replay_regressions
     from surfacecheck.verify.runner import monitors_for
 

@@ -11,7 +11,7 @@ import difflib
 from typing import Any
 
 from surfacecheck.properties.monitors import register
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 
 RUNTIME_OPS = frozenset({"prune", "compact", "pre_step", "request_error", "manual_compact"})
 """Requests after which the runtime itself may have written replacements (spec 6, 8-11)."""

@@ -1,7 +1,7 @@
 """Monitors: the properties checked after every step of a run, by name.
 
 A *monitor* watches one run (a sequence of protocol requests and the runtime's results) and
-reports the first :class:`~surfacecheck.trace.Violation` of its property. The same monitors serve
+reports the first :class:`~surfacecheck.core.trace.Violation` of its property. The same monitors serve
 the Hypothesis machines (``verify``), the replay of any trace (``replay``), and the concrete
 counterexamples of ``prove`` and ``explore``, so a property means one thing everywhere.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 
 Query = Callable[[str, dict], dict]
 

@@ -6,7 +6,7 @@ retries within their budgets (spec 9.2 step 11, 10.2). Registered by importing
 from __future__ import annotations
 
 from surfacecheck.properties.monitors import register
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 
 COMPACTION_OPS = frozenset({"prune", "compact", "pre_step", "request_error", "manual_compact"})
 

@@ -13,7 +13,7 @@ import re
 
 from surfacecheck.properties.monitors import register
 from surfacecheck.properties.policy_invariants import CLEARED, RUNTIME_CONTEXT_SOURCE, context_text
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 
 SHRINK_FLOOR = 103
 """Framing costs 98 tokens and the smallest summary block 5 (§15 G7): no span priced <= 103 shrinks."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from surfacecheck.properties.monitors import register
 from surfacecheck.properties.policy_invariants import CLEARED, RUNTIME_CONTEXT_SOURCE, context_text
 from surfacecheck.properties.promises import _appended, _ok, _scripts
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 
 SUMMARY_OUTCOMES = frozenset({"text", "late-cancel", "concurrent"})
 """Script outcomes whose summarizer call returns text, so a `compaction/summary` may record its usage (spec 8.5)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from surfacecheck.properties.invariants import _concurrent_replace, replacements
 from surfacecheck.properties.monitors import register
 from surfacecheck.properties.promises import SHRINK_FLOOR, _ok  # the shrink floor (spec 8.2, §15 G7); a result that is no refusal
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 
 from surfacecheck.model.estimate import canonical_header, estimate_header
 from surfacecheck.model.meter import usage_tokens  # spec 4.2 P: input + cacheRead + cacheWrite + output
@@ -397,6 +397,10 @@ class SpanCompactable(_Routed):
         return None
 
 
+CONSTANT_SLACK = 1.5
+"""How far the cells touched per append may vary across sizes and still count as constant (O(1))."""
+
+
 # -- cost --------------------------------------------------------------------------------------------
 @register("promise-pressure-update-constant", section="seed §16; spec 4.2, 5.1; D4", level="log",
           description="PROMISE: the pressure update a runtime does per appended event touches O(1) cells "
@@ -408,8 +412,6 @@ class PressureUpdateConstant:
         ops = result.get("ops_per_append") if step.op == "bench" and isinstance(result, dict) else None
         if not isinstance(ops, dict) or len(ops) < 2:
             return None
-        from surfacecheck.bench.costmodel import CONSTANT_SLACK
-
         sizes = sorted(ops, key=int)
         low, high = ops[sizes[0]], ops[sizes[-1]]
         if low > 0 and high / low > CONSTANT_SLACK:

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from surfacecheck.argtypes import writable_dir
+from surfacecheck.core.argtypes import writable_dir
 
 DESCRIPTION = """\
 Prove six obligations about the reference model with Z3, each by running the model's own
@@ -47,7 +47,7 @@ def _bound(value: str) -> int:
 def register(commands) -> None:
     """Add ``prove`` to the ``surfacecheck`` parser."""
     from surfacecheck.properties.proofs import DEFAULT_BOUND
-    from surfacecheck.check import DEFAULT_REPORT_DIR
+    from surfacecheck.core.stage import DEFAULT_REPORT_DIR
 
     p = commands.add_parser("prove", help="prove cut legality, generation progress and projection equivalence with Z3",
                             description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

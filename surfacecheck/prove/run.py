@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from surfacecheck.core.verdict import Verdict
 from surfacecheck.properties.proofs import DEFAULT_BOUND, run_obligations
 from surfacecheck.properties.proofs.obligation import PROVED, REFUTED, ObligationResult
 
 PROVED_VERDICT, VIOLATION, INCONCLUSIVE = "proved", "violation", "inconclusive"
-EXIT = {PROVED_VERDICT: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+EXIT = {PROVED_VERDICT: Verdict.OK.exit_code, VIOLATION: Verdict.VIOLATION.exit_code,
+        INCONCLUSIVE: Verdict.INCONCLUSIVE.exit_code}
 
 
 @dataclass

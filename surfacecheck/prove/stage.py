@@ -6,8 +6,8 @@ counterexample traces under the report directory. One JUnit case per obligation 
 """
 from __future__ import annotations
 
-from surfacecheck.reports.junit import Outcome, TestCase
-from surfacecheck.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
+from surfacecheck.core.cases import Outcome, TestCase
+from surfacecheck.core.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
 
 STAGE_BOUND = 8  # the bounded proofs and cross-checks; five obligations hold for any length regardless
 CLASSNAME = "surfacecheck.prove"

@@ -24,7 +24,7 @@ STATUS_WORD = {"ok": "held", "violation": "violated", "inconclusive": "inconclus
 
 def _drawn(path: str, runtime: str, why: str) -> dict | None:
     """One trace file read and drawn (None when it is not a readable trace)."""
-    from surfacecheck.trace import TraceError, read_trace
+    from surfacecheck.core.trace import TraceError, read_trace
 
     if not path or not Path(path).is_file() or not path.endswith(".jsonl"):
         return None

@@ -9,42 +9,8 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
 
-
-@dataclass
-class Outcome:
-    """A failure / error / skip: ``message`` is the one-line attribute, ``text`` the body."""
-
-    message: str
-    type: str = ""
-    text: str = ""
-
-
-@dataclass
-class TestCase:
-    """One ``<testcase>``: ``classname`` groups cases, ``time`` is in seconds."""
-
-    __test__ = False  # not a pytest test class
-
-    name: str
-    classname: str
-    time: float = 0.0
-    failure: Outcome | None = None
-    error: Outcome | None = None
-    skipped: Outcome | None = None
-    properties: dict[str, str] = field(default_factory=dict)
-    system_out: str = ""
-
-    @property
-    def status(self) -> str:
-        if self.error is not None:
-            return "error"
-        if self.failure is not None:
-            return "failure"
-        if self.skipped is not None:
-            return "skipped"
-        return "passed"
+from surfacecheck.core.cases import Outcome, TestCase
 
 
 def _outcome(parent: ET.Element, tag: str, outcome: Outcome) -> None:

@@ -51,7 +51,7 @@ class Frame:
 
 def frames(trace) -> tuple[list[Frame], dict[int, str], str]:
     """Replay ``trace`` on the model: the frames, each node's kind letter, and a note when the drawing stops."""
-    from surfacecheck.runtime.api import ProtocolError
+    from surfacecheck.core.protocol import ProtocolError
     from surfacecheck.runtime.model_runtime import ModelRuntime
     from surfacecheck.verify.replay import ensure_variants
 

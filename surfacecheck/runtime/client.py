@@ -4,10 +4,10 @@
 ``hello`` handshake, and sends one request per :meth:`~ProcessRuntime.call`, waiting at most
 ``timeout`` seconds for the matching response. Anything that is not an answer — a child that hangs
 past the timeout (it is killed), exits, or prints something that is not a protocol response — raises
-:class:`~surfacecheck.runtime.api.RuntimeUnavailable` carrying the tail of the child's stderr, and the
+:class:`~surfacecheck.core.protocol.RuntimeUnavailable` carrying the tail of the child's stderr, and the
 runtime is dead from then on: the run is inconclusive, never a pass. A protocol-level error answered
 by the child (unknown op, bad args, unsupported level) is raised as
-:class:`~surfacecheck.runtime.api.ProtocolError`, exactly as an in-process runtime raises it.
+:class:`~surfacecheck.core.protocol.ProtocolError`, exactly as an in-process runtime raises it.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import time
 import weakref
 from typing import Any
 
-from .api import LEVELS, PROTOCOL, ProtocolError, RuntimeUnavailable
+from ..core.protocol import LEVELS, PROTOCOL, ProtocolError, RuntimeUnavailable
 from .pipe import LinePipe, LineTooLong, PipeClosed, PipeTimeout
 
 STDERR_LINES = 40
@@ -51,7 +51,7 @@ def kill_all(keep: frozenset = frozenset()) -> None:
 
 
 class ProcessRuntime:
-    """:class:`~surfacecheck.runtime.api.Runtime` over a child process (see the module docstring)."""
+    """:class:`~surfacecheck.core.protocol.Runtime` over a child process (see the module docstring)."""
 
     def __init__(self, command: str, timeout: float = 10.0, *, handshake_timeout: float | None = None,
                  argv: list[str] | None = None, env: dict[str, str] | None = None, name: str | None = None):

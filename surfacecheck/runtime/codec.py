@@ -4,7 +4,7 @@ Requests carry dsh event JSON (spec 1.1 envelope minus ``seq``, which the runtim
 1.3 step 5), summary scripts (:class:`model.summarizer.SummaryScript`) and policies (corpus
 ``policies/*.json``, :meth:`model.config.RuntimePolicy.from_json`). Results carry model errors as
 spec refusals ``{"error": {"type", "rule", "seq", "message"}}``. A request whose *shape* is wrong
-raises :class:`~surfacecheck.runtime.api.ProtocolError` (a protocol error, not a spec refusal).
+raises :class:`~surfacecheck.core.protocol.ProtocolError` (a protocol error, not a spec refusal).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from surfacecheck.model.errors import ModelError
 from surfacecheck.model.event import ABSENT
 
-from .api import ProtocolError
+from ..core.protocol import ProtocolError
 
 EVENT_KEYS = frozenset({"type", "data", "time", "surfaceOp", "sourceEventSeqs"})
 

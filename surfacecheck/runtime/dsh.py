@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .api import RuntimeUnavailable
+from ..core.protocol import RuntimeUnavailable
 
 ADAPTER = Path(__file__).resolve().parents[2] / "runtimes" / "dsh"
 SERVE = ADAPTER / "adapter" / "serve.mjs"

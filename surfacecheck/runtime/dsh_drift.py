@@ -16,7 +16,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from .api import RuntimeUnavailable
+from ..core.protocol import RuntimeUnavailable
 from .dsh import cache_root, ensure_installed, run_main
 
 DEFAULT = "dsh-session@0.1.1-rc.2"

@@ -25,7 +25,7 @@ from surfacecheck.model.session import append, seeded
 from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
 from surfacecheck.model.transaction import TransactionOptions, compact_surface_region
 
-from .api import ProtocolError, bind_level_ops
+from ..core.protocol import ProtocolError, bind_level_ops
 from .codec import (claimed_messages, command_raw_input, compaction_result, configure_args, context_sections,
                     failure, faults, refusal, require, snapshot_id, step_marker, summary_scripts)
 

@@ -23,12 +23,12 @@ from surfacecheck.model.projection import ContextBreakdown, SurfaceProjection, T
 from surfacecheck.model.runtime_context import NEVER, fold_retained
 from surfacecheck.model.session import Session, append
 
-from .api import PROTOCOL, ProtocolError, dispatch
+from ..core.protocol import PROTOCOL, ProtocolError, dispatch
 from .codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
 
 
 class ModelRuntime:
-    """:class:`~surfacecheck.runtime.api.Runtime` over the reference model. Never mutates a model value."""
+    """:class:`~surfacecheck.core.protocol.Runtime` over the reference model. Never mutates a model value."""
 
     name = "model"
 

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from .api import LEVELS, OPS, PROTOCOL, ProtocolError
+from ..core.protocol import LEVELS, OPS, PROTOCOL, ProtocolError
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ALL_OPS = ("hello", "bench") + tuple(op for level in LEVELS for op in OPS[level])

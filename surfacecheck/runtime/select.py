@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-from .api import Runtime
+from ..core.protocol import Runtime
 
 DEFAULT_TIMEOUT = 10.0
 _VARIANTS: dict[str, Callable[[], Runtime]] = {}

@@ -15,10 +15,10 @@ from typing import Any
 
 import jsonschema
 
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from ..stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
-from .api import ProtocolError, RuntimeUnavailable, ops_at
+from ..core.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
+from ..core.protocol import ProtocolError, RuntimeUnavailable, ops_at
 from .model_runtime import ModelRuntime
 from .written import events_as_compared
 from .sample import sample_requests

@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from surfacecheck import cluster
-from surfacecheck.argtypes import positive_seconds, writable_dir
-from surfacecheck.memory import parse_size
-from surfacecheck.runtime.api import LEVELS
+from surfacecheck.core import cluster
+from surfacecheck.core.argtypes import positive_seconds, writable_dir
+from surfacecheck.core.memory import parse_size
+from surfacecheck.core.protocol import LEVELS
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT, runtime_problem
 
 EXITS = """\
@@ -123,13 +123,9 @@ def run_verify_command(args) -> int:
 
 
 def run_replay_command(args) -> int:
-    from surfacecheck.trace import TraceError, read_trace
+    from surfacecheck.core.trace import TraceError, read_trace
     from surfacecheck.verify.replay import replay_trace
 
-    from surfacecheck.e2e.bundle import is_e2e_target  # an e2e bundle re-runs its script (issue 8)
-    if is_e2e_target(args.trace):
-        from surfacecheck.e2e.cli import replay_bundle
-        return replay_bundle(args.trace, json_out=args.json)
     try:
         trace = read_trace(args.trace)
     except TraceError as exc:

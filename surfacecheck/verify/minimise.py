@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from surfacecheck.trace import Trace
+from surfacecheck.core.trace import Trace
 
 from .replay import replay_trace
 

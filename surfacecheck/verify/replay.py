@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from surfacecheck.properties.monitors import lookup
-from surfacecheck.runtime.api import Runtime, RuntimeUnavailable
+from surfacecheck.core.protocol import Runtime, RuntimeUnavailable
 from surfacecheck.runtime.select import add_variant_provider, open_runtime
-from surfacecheck.trace import Trace, Violation
-from surfacecheck.verify.lockstep import RUNTIME_EXCEPTION, Lockstep, is_lockstep_property
+from surfacecheck.core.trace import Trace, Violation
+from surfacecheck.properties.stateful.lockstep import RUNTIME_EXCEPTION, Lockstep, is_lockstep_property
 
 SEEDED_PROVIDER = "surfacecheck.verify.seeded"
 

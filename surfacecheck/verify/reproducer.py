@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from surfacecheck.trace import Trace
+from surfacecheck.core.trace import Trace
 
 TEMPLATE = '''"""Reproducer for {trace_name}: {prop} on runtime {runtime!r} ({level} level, {n} steps).
 
@@ -22,7 +22,7 @@ Or:  surfacecheck replay {trace_name} --runtime {runtime_q}
 """
 import json
 
-from surfacecheck.trace import Step, Trace
+from surfacecheck.core.trace import Step, Trace
 from surfacecheck.verify.replay import replay_trace
 
 RUNTIME = {runtime!r}

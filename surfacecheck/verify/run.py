@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from surfacecheck.runtime.api import RuntimeUnavailable
+from surfacecheck.core.verdict import Verdict
+from surfacecheck.core.protocol import RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Trace, TraceError, read_trace, write_trace
+from surfacecheck.core.trace import Trace, TraceError, read_trace, write_trace
 from surfacecheck.verify.replay import ensure_variants, replay_trace
 from surfacecheck.verify.minimise import minimise_trace
 from surfacecheck.verify.reproducer import write_reproducer
@@ -51,15 +52,15 @@ class VerifyReport:
     @property
     def status(self) -> str:
         if any(lv.violation for lv in self.levels) or any(r["verdict"].startswith("failing") for r in self.regressions):
-            return "violation"
+            return Verdict.VIOLATION
         if self.unavailable or any(lv.unavailable or lv.incomplete for lv in self.levels) or \
                 any(r["verdict"] == "inconclusive" for r in self.regressions):
-            return "inconclusive"
-        return "ok"
+            return Verdict.INCONCLUSIVE
+        return Verdict.OK
 
     @property
     def exit_code(self) -> int:
-        return {"ok": 0, "violation": 1, "inconclusive": 3}[self.status]
+        return Verdict(self.status).exit_code
 
     def to_json(self) -> dict:
         steps = sum(lv.steps for lv in self.levels)
@@ -142,7 +143,7 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
     """Run verify; ``ValueError`` for an unknown runtime spelling (usage error). ``max_memory`` (bytes) stops a
     level, incomplete (exit 3), before an example would start above it; no further level runs. ``workers`` /
     ``scheduler``: each level's examples in shards on Dask (:mod:`.sharded`); a lost cluster raises
-    :class:`surfacecheck.cluster.WorkerLost`."""
+    :class:`surfacecheck.core.cluster.WorkerLost`."""
     ensure_variants()
     seed = new_seed(profile, seed)
     report = VerifyReport(runtime_spec, profile, seed)
@@ -187,7 +188,7 @@ def _shards(workers: int | None, scheduler: str | None):
     if workers is None and scheduler is None:
         yield None
         return
-    from surfacecheck.cluster import pool
+    from surfacecheck.core.cluster import pool
 
     with pool(workers, scheduler) as opened:
         yield opened

@@ -25,10 +25,10 @@ from surfacecheck.properties.invariants import COMPACTION, POLICY, STANDARD
 from surfacecheck.properties.monitors import lookup
 from surfacecheck.properties.stateful import MACHINES
 from surfacecheck.properties.stateful.base import LockstepFailure, RunContext, RuntimeGone, bind
-from surfacecheck.memory import MemoryLimit, MemoryLimitReached
-from surfacecheck.runtime.api import LEVELS, Runtime, RuntimeUnavailable
+from surfacecheck.core.memory import MemoryLimit, MemoryLimitReached
+from surfacecheck.core.protocol import LEVELS, Runtime, RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 from surfacecheck.verify.profiles import PROFILES, max_examples
 from surfacecheck.verify.stream import seed_only_stream
 

@@ -19,8 +19,8 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from surfacecheck.cluster import Pool
-from surfacecheck.runtime.api import RuntimeUnavailable
+from surfacecheck.core.cluster import Pool
+from surfacecheck.core.protocol import RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.verify.profiles import max_examples
 from surfacecheck.verify.runner import LevelResult, open_reference, run_level

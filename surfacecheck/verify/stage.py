@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from surfacecheck.reports.junit import Outcome, TestCase
-from surfacecheck.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
+from surfacecheck.core.cases import Outcome, TestCase
+from surfacecheck.core.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
 
 CLASSNAME = "surfacecheck.verify"
 PROFILE = "ci"

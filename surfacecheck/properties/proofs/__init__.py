@@ -51,7 +51,7 @@ def write_traces(result: ObligationResult, trace_dir: Path, command: str | None 
     """Write the obligation's own counterexample (if refuted) and each control's trace into ``trace_dir``."""
     from dataclasses import replace
 
-    from surfacecheck.trace import write_trace
+    from surfacecheck.core.trace import write_trace
 
     if result.trace is not None:
         path = trace_dir / f"prove-{result.name}.jsonl"

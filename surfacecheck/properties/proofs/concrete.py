@@ -8,7 +8,7 @@ delta are read from the model (``node_price``, ``event_delta``) rather than rest
 from __future__ import annotations
 
 from surfacecheck.model.event import Event
-from surfacecheck.trace import Step
+from surfacecheck.core.trace import Step
 
 USER, ASSISTANT, RESULT = 0, 1, 2
 KIND_NAMES = {USER: "user", ASSISTANT: "assistant", RESULT: "tool-result"}

@@ -18,7 +18,7 @@ from .concrete import surface_steps
 from .encoding import SymbolicSurface, pairing_patch
 from .obligation import PROVED, REFUTED, Clause, ObligationResult, Stopwatch, check, fold_status
 from .symexec import SymInt, explore, select
-from surfacecheck.trace import Step
+from surfacecheck.core.trace import Step
 
 NAME = "cut-legality"
 SECTION = "spec 7 steps 1-5, spec 3; seed §6-7"

@@ -30,7 +30,7 @@ from surfacecheck.model.transaction import Outcome
 
 from .obligation import PROVED, REFUTED, Clause, ObligationResult, Stopwatch, check, fold_status
 from .symexec import SymBool, SymInt, explore, expr, patched
-from surfacecheck.trace import Step
+from surfacecheck.core.trace import Step
 
 NAME = "generation-progress"
 SECTION = "spec 2.1, 9.2, 10.2; seed §3, §12"

@@ -17,7 +17,7 @@ from .concrete import USER, NodeWriter, append_step, delta_table, realize
 from .encoding import FakeSession, Node, SymbolicSurface, pairing_patch
 from .obligation import REFUTED, Clause, ObligationResult, Stopwatch, check, fold_status
 from .symexec import SymInt, explore, expr
-from surfacecheck.trace import Step
+from surfacecheck.core.trace import Step
 
 NAME = "incremental-pairing"
 SECTION = "spec 3 (balanceCache: extend on append, rebuild per generation); seed §7"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from surfacecheck.properties.monitors import register
-from surfacecheck.trace import Step, Violation
+from surfacecheck.core.trace import Step, Violation
 
 from .variants import install as _install_variants
 

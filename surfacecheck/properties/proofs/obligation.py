@@ -3,7 +3,7 @@
 An :class:`Obligation` has a name, the seed/spec section it states, and ``run(bound)`` returning
 :class:`ObligationResult`: status ``proved`` / ``refuted`` / ``unknown``, the bound (or
 ``"unbounded"``), seconds, the clauses checked, and its negative controls. A negative control is a
-deliberately wrong variant that Z3 must refute; its counterexample becomes a :class:`~surfacecheck.trace.Trace`
+deliberately wrong variant that Z3 must refute; its counterexample becomes a :class:`~surfacecheck.core.trace.Trace`
 that :mod:`.replay` runs through the executable model to show the same violation.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import z3
 
-from surfacecheck.trace import Trace
+from surfacecheck.core.trace import Trace
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 CHECK_TIMEOUT_MS = 60_000

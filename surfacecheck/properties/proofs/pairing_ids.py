@@ -16,7 +16,7 @@ from .concrete import ASSISTANT, MAX_CALLS, RESULT, surface_steps
 from .encoding import SymbolicSurface, pairing_patch
 from .obligation import PROVED, REFUTED, UNKNOWN, Clause, ObligationResult, Stopwatch, check, check_all
 from .symexec import explore
-from surfacecheck.trace import Step
+from surfacecheck.core.trace import Step
 
 NAME = "pairing-ids"
 SECTION = "spec 3; seed §7"

@@ -21,7 +21,7 @@ from surfacecheck.model.projection import Claim
 from .concrete import USER, min_price, realize
 from .obligation import PROVED, REFUTED, UNKNOWN, Clause, ObligationResult, Stopwatch, check
 from .symexec import SymInt, explore, expr, patched
-from surfacecheck.trace import Step
+from surfacecheck.core.trace import Step
 
 NAME = "projection-equivalence"
 SECTION = "spec 5.1, 4.2, 5.2 (D4); seed §15-16"

@@ -7,7 +7,7 @@ control passes when its trace, replayed through the variant it refutes, shows it
 from __future__ import annotations
 
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.trace import Step, Trace, Violation
+from surfacecheck.core.trace import Step, Trace, Violation
 
 READ_ONLY = frozenset({"surface", "cuts", "measure", "projection", "select_range"})
 

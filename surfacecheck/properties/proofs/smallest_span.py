@@ -24,7 +24,7 @@ from .concrete import USER, delta_table
 from .encoding import FakeMeasurement, FakeSession, Node, SymbolicSurface, pairing_patch
 from .obligation import PROVED, REFUTED, Clause, ObligationResult, Stopwatch, check, fold_status
 from .symexec import SymInt, explore, expr, patched
-from surfacecheck.trace import Step
+from surfacecheck.core.trace import Step
 
 NAME = "smallest-compactable-span"
 SECTION = "spec 8.2 steps 9-10, 9.4; seed §8"

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis.stateful import RuleBasedStateMachine
 
 from surfacecheck.properties.monitors import lookup
-from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
-from surfacecheck.trace import Step, Violation
-from surfacecheck.verify.lockstep import Lockstep
+from surfacecheck.core.protocol import ProtocolError, Runtime, RuntimeUnavailable
+from surfacecheck.core.trace import Step, Violation
+from surfacecheck.properties.stateful.lockstep import Lockstep
 
 from .selection import OneDrawRules
 
@@ -54,7 +54,7 @@ class RunContext:
     failure: tuple[list[Step], Violation] | None = None
     unavailable: RuntimeUnavailable | None = None
     progress: Any = None  # a tqdm bar (or None), advanced once per example
-    memory: Any = None  # a surfacecheck.memory.MemoryLimit (or None), looked at every MEMORY_EVERY steps
+    memory: Any = None  # a surfacecheck.core.memory.MemoryLimit (or None), looked at every MEMORY_EVERY steps
     operations: dict = field(default_factory=dict)  # transition coverage: "op" / "append <event type>" -> steps
     extra: dict = field(default_factory=dict)
     record: list | None = None  # when a list: every example's steps, appended as the example ends (mutate's gate)

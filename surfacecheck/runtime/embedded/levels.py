@@ -12,7 +12,7 @@ from typing import Any
 
 from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
-from ..api import ProtocolError, bind_level_ops
+from ...core.protocol import ProtocolError, bind_level_ops
 from ..codec import (claimed_messages, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
                      summary_scripts)
 from .compaction import NO_FAULTS, Faults

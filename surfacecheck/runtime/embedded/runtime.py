@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from surfacecheck.model.errors import ModelError
 
-from ..api import PROTOCOL, ProtocolError, dispatch
+from ...core.protocol import PROTOCOL, ProtocolError, dispatch
 from ..codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
 from .compaction import Compactor
 from .context import ContextRetention

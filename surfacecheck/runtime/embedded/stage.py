@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from surfacecheck.reports.junit import Outcome, TestCase
+from surfacecheck.core.cases import Outcome, TestCase
 
-from ...stage import OK, VIOLATION, CheckContext, StageResult
-from ..api import RuntimeUnavailable
+from ...core.stage import OK, VIOLATION, CheckContext, StageResult
+from ...core.protocol import RuntimeUnavailable
 
 STATE_OPS = ("surface", "cuts", "measure", "projection")
 STATE_CALLS = tuple((op, {}) for op in STATE_OPS) + (("projection", {"usage": True, "breakdown": True}),)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
+from surfacecheck.core.protocol import ProtocolError, Runtime, RuntimeUnavailable
 
 Request = tuple[str, dict]
 
 
 def as_result(answer: Any) -> dict:
-    """A ``call_many`` entry as :func:`surfacecheck.verify.lockstep.call_runtime` would have returned it: a
+    """A ``call_many`` entry as :func:`surfacecheck.properties.stateful.lockstep.call_runtime` would have returned it: a
     protocol error becomes ``{"protocol_error": ...}``, a lost runtime is raised (inconclusive), never hidden."""
     if isinstance(answer, RuntimeUnavailable):
         raise answer

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from surfacecheck.runtime.api import ProtocolError, Runtime, RuntimeUnavailable
+from surfacecheck.core.protocol import ProtocolError, Runtime, RuntimeUnavailable
 from surfacecheck.runtime.written import events_as_compared
-from surfacecheck.verify.answers import Answers
-from surfacecheck.trace import Step, Violation
+from surfacecheck.properties.stateful.answers import Answers
+from surfacecheck.core.trace import Step, Violation
 
 STATE_QUERIES = ("surface", "cuts", "measure", "projection")
 OBSERVABILITY = ("projection", {"usage": True, "breakdown": True})

@@ -22,7 +22,7 @@ GENERATED_DIR = "dsh-generated"
 EXPECTED_FILE = "expected.json"
 POLICIES_DIR = "policies"
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 """The checkout this package was imported from (meaningful for an editable install)."""
 
 DEFAULT_LOCATION = REPO_ROOT.parent / "shared" / "corpus"

@@ -21,7 +21,7 @@ import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from surfacecheck.argtypes import positive_count
+from surfacecheck.core.argtypes import positive_count
 
 INSTALL = "pip install 'surfacecheck[dask]'  (Dask distributed)"
 RETRIES = 2

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from surfacecheck.reports.junit import TestCase
+from surfacecheck.core.cases import TestCase
+from surfacecheck.core.verdict import INTERRUPT_EXIT, Verdict
 
-OK, VIOLATION, INCONCLUSIVE, SKIPPED = "ok", "violation", "inconclusive", "skipped"
-EXIT_FOR = {OK: 0, SKIPPED: 0, VIOLATION: 1, INCONCLUSIVE: 3}
+OK, VIOLATION, INCONCLUSIVE, SKIPPED = Verdict.OK, Verdict.VIOLATION, Verdict.INCONCLUSIVE, Verdict.SKIPPED
 
 
 class Terminated(BaseException):
@@ -21,7 +21,11 @@ class Terminated(BaseException):
     kills its runtime children and writes what it has, as an interrupt (SIGINT) does."""
 
 
-INTERRUPT_EXIT = {"SIGINT": 130, "SIGTERM": 143}
+DEFAULT_REPORT_DIR = Path("reports") / "out"
+"""Where every command writes its reports and traces unless told otherwise (relative to the working directory)."""
+
+__all__ = ["DEFAULT_REPORT_DIR", "OK", "VIOLATION", "INCONCLUSIVE", "SKIPPED", "INTERRUPT_EXIT", "Terminated", "CheckContext",
+           "StageResult", "fold_status"]
 
 
 @dataclass
@@ -53,13 +57,9 @@ class StageResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FOR[self.status]
+        return Verdict(self.status).exit_code
 
 
-def fold_status(statuses: list[str]) -> str:
+def fold_status(statuses: list[str]) -> Verdict:
     """violation beats inconclusive beats ok/skipped."""
-    if VIOLATION in statuses:
-        return VIOLATION
-    if INCONCLUSIVE in statuses:
-        return INCONCLUSIVE
-    return OK
+    return Verdict.fold(statuses)
