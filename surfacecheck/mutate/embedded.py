@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import importlib.util
 import json
 import os
 import re
@@ -128,6 +129,9 @@ def run_embedded(files_glob: list[str] | None, gate: tuple[str, ...], report_dir
     """mutmut over a copy of the embedded runtime: in one ``mutmut run`` (``concurrency`` forked children), or
     with ``pool`` (a ``cluster.Pool``) one mutant per Dask task (:mod:`.sharded`); scored alike."""
     files = select_files(files_glob)
+    if importlib.util.find_spec("mutmut") is None or importlib.util.find_spec("pytest") is None:
+        raise ValueError("--runtime embedded needs mutmut and pytest, the 'mutate' extra: "
+                         "pip install 'surfacecheck[mutate]'")
     run = MutationRun("embedded", f"mutmut {_mutmut_version()}", gate, files, report_dir, min_score=min_score)
     log = report_dir / "mutmut.log"
     log.unlink(missing_ok=True)
