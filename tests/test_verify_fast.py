@@ -36,8 +36,8 @@ BENDS = [  # one per comparison the lockstep makes after a step (spec 2.1, 3, 4.
     ("projection", lambda r: {**r, "total": (r["total"] or 0) + 1},
      ("lockstep-projection", 1, "state projection after the step differs from the model at .total: expected 0, observed 1")),
     ("projection", lambda r: {**r, "usage": {**r["usage"], "outputTokens": 7}} if r.get("usage") else r,
-     ("lockstep-usage", 1, "state token usage after the step differs from the model at .usage.outputTokens: expected 0, "
-                           "observed 7")),
+     ("lockstep-usage", 1, ("state token usage after the step differs from the model at .usage.outputTokens: "
+                            "expected 0, observed 7"))),
     ("append", lambda r: {**r, "generation": r.get("generation", 0) + 1},
      ("lockstep-result", 2, "append result differs from the model at .generation: expected 0, observed 1")),
     ("events", lambda r: {"events": [{**e, "time": e["time"] + 1} for e in r["events"]]},

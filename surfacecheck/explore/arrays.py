@@ -1,4 +1,4 @@
-"""The explored graph as integer arrays, for the checks that read every edge or every state (issue 19).
+"""The explored graph as integer arrays, for the checks that read every edge or every state.
 
 The search keeps its edges as tuples (:mod:`.bfs`); the progress checks (:mod:`.progress`) and the
 report's graph figures read all of them. Here they are read once into NumPy arrays — each edge's

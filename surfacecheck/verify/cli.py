@@ -1,4 +1,4 @@
-"""Command line of ``surfacecheck verify`` and ``surfacecheck replay`` (issue 4 points 4-5)."""
+"""Command line of ``surfacecheck verify`` and ``surfacecheck replay``."""
 from __future__ import annotations
 
 import argparse
@@ -126,7 +126,7 @@ def run_replay_command(args) -> int:
     from surfacecheck.trace import TraceError, read_trace
     from surfacecheck.verify.replay import replay_trace
 
-    from surfacecheck.e2e.bundle import is_e2e_target  # an e2e bundle re-runs its script (issue 8)
+    from surfacecheck.e2e.bundle import is_e2e_target  # an e2e bundle re-runs its script
     if is_e2e_target(args.trace):
         from surfacecheck.e2e.cli import replay_bundle
         return replay_bundle(args.trace, json_out=args.json)

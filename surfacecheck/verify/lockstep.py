@@ -1,5 +1,5 @@
 """Lockstep: run each protocol request on the runtime under test and on the reference model, and
-report the first divergence of result or state (issue 4 point 3) as a trace :class:`Violation`.
+report the first divergence of result or state as a trace :class:`Violation`.
 
 After every step the two runtimes are asked the read-only state queries of level ``log`` —
 ``surface`` (nodes and replaceGeneration, spec 2.1), ``cuts`` (the N+1 tool-pairing cuts, spec 3),
@@ -24,8 +24,8 @@ STATE_QUERIES = ("surface", "cuts", "measure", "projection")
 OBSERVABILITY = ("projection", {"usage": True, "breakdown": True})
 """The observability surfaces beside the pressure total (spec 5.2): the cumulative ``tokenUsage`` and the
 ``contextBreakdown`` composition, compared after the state queries (``lockstep-usage``, ``lockstep-breakdown``).
-Found by ``surfacecheck mutate`` (issue 16): before, no lockstep comparison read either, and mutants of dsh's
-usage fold and of its breakdown unit survived the whole gate."""
+Without them, ``surfacecheck mutate``'s mutants of dsh's usage fold and of its breakdown unit survive the whole
+gate."""
 OBSERVED_PARTS = (("usage", "token usage"), ("breakdown", "context breakdown"))
 _OBSERVABILITY_KEY = f"{OBSERVABILITY[0]}:{sorted(OBSERVABILITY[1].items())!r}"  # StepQuery's keys for the two
 _USAGE_KEY = f"{OBSERVABILITY[0]}:{sorted({'usage': True}.items())!r}"
@@ -42,8 +42,8 @@ def is_lockstep_property(name: str) -> bool:
 ERROR_KEYS = ("error", "failure")
 MESSAGE_RULES = frozenset({"compaction-config", "pruner-config"})
 """Refusals whose message is compared too: every configuration check dsh runs (spec 9.1, the pruner's spec 6)
-refuses under one rule, so only the message tells which check fired; the model carries dsh's texts. Found by
-``surfacecheck mutate`` (issue 16): mutants that swap or loosen one of ``resolveConfig``'s checks survived."""
+refuses under one rule, so only the message tells which check fired; the model carries dsh's texts. Without
+it, ``surfacecheck mutate``'s mutants that swap or loosen one of ``resolveConfig``'s checks survive."""
 
 
 def normalize(value: Any) -> Any:
@@ -223,8 +223,8 @@ class Lockstep:
 
     def _compare_log(self, number: int, observe: Callable[[], dict]) -> Violation | None:
         """The events the step wrote, as written (spec 1.1): not only their types (``appended``) but their data —
-        the summary, its span and price, usage, the checkpoint text, the command records. Found by ``surfacecheck
-        mutate`` (issue 16): before, nothing read what dsh wrote into its own events."""
+        the summary, its span and price, usage, the checkpoint text, the command records; ``surfacecheck mutate``'s
+        mutants of what dsh writes into its own events are caught here."""
         expected, observed = call_runtime(self.reference, "events", {"from": self.logged}), observe()
         if "__crash__" in observed:
             return Violation(RUNTIME_EXCEPTION, f"events query raised {observed['__crash__']}", number, None,

@@ -1,4 +1,4 @@
-"""Run the lockstep machines of one or more levels against a runtime (issue 4 points 3-5).
+"""Run the lockstep machines of one or more levels against a runtime.
 
 Profiles bound the run: ``ci`` (seeded with a fixed seed, so derandomised; the whole verify
 stage in well under a minute), ``dev`` and ``deep``. The seed is always explicit and printed,

@@ -1,5 +1,5 @@
 """What every lockstep machine shares: the run context (runtimes, counters, the failing trace) and
-the machine base that turns each rule into one protocol step run in lockstep (issue 4 point 3).
+the machine base that turns each rule into one protocol step run in lockstep.
 
 One :class:`RunContext` serves a whole Hypothesis run: the runtime under test is opened once and
 ``reset`` at the start of each example (a ``cmd:`` child is spawned once). A violation raises
@@ -73,7 +73,7 @@ class LockstepMachine(RuleBasedStateMachine):
     context: RunContext
     level = "log"
     rule_selection: type | None = OneDrawRules
-    """How the next rule is drawn: :class:`OneDrawRules` (one draw per choice, issue 19 part 2), or ``None`` for
+    """How the next rule is drawn: :class:`OneDrawRules` (one draw per choice), or ``None`` for
     Hypothesis's own rule strategy."""
 
     def __init__(self) -> None:
