@@ -134,6 +134,8 @@ def test_run_script_v2_without_a_python_says_what_to_set(monkeypatch):
     monkeypatch.setattr(r2, "DEFAULT_V2_PYTHON", None)
     with pytest.raises(r2.RuntimeNotInstalled, match="set SURFACECHECK_DSH_V2_PYTHON"):
         r2.run_script_v2(SCRIPT)
+    with pytest.raises(r2.RuntimeNotInstalled, match="set SURFACECHECK_DSH_V2_PYTHON"):
+        r2.run_drift(scripts=[SCRIPT])
 
 
 def test_patch_sets_headroom_only_when_asked():

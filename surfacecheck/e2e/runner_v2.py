@@ -255,15 +255,18 @@ def scripts_for_drift() -> list[dict]:
     return [*DRIFT_SCRIPTS, *seeds]
 
 
-def run_drift(*, python_b: str = DEFAULT_V2_PYTHON, python_a: str = sys.executable, scripts: list | None = None,
+def run_drift(*, python_b: str | None = None, python_a: str = sys.executable, scripts: list | None = None,
               timeout: float = 120.0, progress=None) -> dict:
     """Run every script on A (0.1.1rc1, H8a's runner) and B (0.2.x, this runner: default headroom, then
     headroomTokens=HEADROOM_SMALL, which separates the headroom drift from the rest); return the drift report.
 
-    A missing A falls back to the spec's recorded facts (``drift.SPEC_FACTS``); a missing B raises
-    RuntimeNotInstalled (exit 3)."""
+    A missing A falls back to the spec's recorded facts (``drift.SPEC_FACTS``); a missing B (``python_b`` defaults
+    to :data:`DEFAULT_V2_PYTHON`) raises RuntimeNotInstalled (exit 3)."""
     from . import drift as d
 
+    python_b = python_b or DEFAULT_V2_PYTHON
+    if not python_b:
+        raise RuntimeNotInstalled(NO_V2_PYTHON)
     version_a, version_b = installed_version(python_a), installed_version(python_b)
     if adapter_for(version_b) != "v2":
         raise RuntimeNotInstalled(f"{python_b}: no deepseek-harness-sdk 0.2.x (found {version_b!r})")
