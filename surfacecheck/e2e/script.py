@@ -177,7 +177,7 @@ class Config:
         out["pruner"] = None if self.pruner is None else self.pruner.to_json()
         if self.auto is not None:
             out["auto"] = self.auto
-        if self.runtime_context:  # written only when set: scripts without it dump as before
+        if self.runtime_context:  # written only when set: scripts without it dump without the key
             out["runtimeContext"] = True
         return out
 
