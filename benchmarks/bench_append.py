@@ -1,4 +1,4 @@
-"""pytest-benchmark: the per-append cost of each variant at surface sizes 10^2..10^6 (issue 6 point 1).
+"""pytest-benchmark: the per-append cost of each variant at surface sizes 10^2..10^6.
 
 Run with ``python -m pytest benchmarks/bench_append.py`` (add ``--benchmark-json FILE`` to keep the
 figures). ``SURFACECHECK_BENCH_SIZES=100,10000`` shortens the run. For each (variant, size) the state

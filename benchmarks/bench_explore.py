@@ -1,14 +1,15 @@
-"""Explorer throughput in distinct states per second (issue 19, "Must show").
+"""Explorer throughput in distinct states per second.
 
 Each round explores one bounded world from cold caches (γ, the shape and price tables, the
 projection folds are cleared first; nothing is read from a transition cache), so the model runs
 are paid in every round. Variants:
 
 * ``current`` — today's search (:mod:`surfacecheck.explore.bfs` over packed cores, :mod:`surfacecheck.explore.packed`);
-* ``compact`` — the search loop of the previous stop (numbered core tuples, one move list per core; still
-  the loop of ``--workers`` and ``--oracle``), on today's world;
-* ``previous`` — the explorer before issue 19 (``benchmarks/explore_previous.py``): the variant that
-  loses, kept so the speed is tracked as a ratio measured in one run;
+* ``compact`` — the search loop of ``--workers`` and ``--oracle`` (numbered core tuples, one move list per
+  core), on today's world;
+* ``exact`` — ``explore --exact`` (``World(shared=False)``): one model run per surface instead of one per
+  shape; the variant that loses, so the speed of the shared runs is tracked as a ratio measured in one run
+  (the figures against older commits are in ``docs/performance-history.md``);
 * ``workers-2`` — today's search with each level's new cores expanded on a local Dask cluster of two
   processes (cluster start-up included; only at the larger bounds, and only with Dask installed).
 
@@ -25,7 +26,6 @@ import time
 
 import pytest
 
-from benchmarks import explore_previous as previous
 from surfacecheck.explore import bfs, oracle, safety, shape
 from surfacecheck.explore.world import Bounds, World
 
@@ -52,8 +52,8 @@ def run(variant: str, bounds: Bounds) -> tuple[int, int, float]:
             world = World(bounds)
             exp = bfs.explore(world, expand=Expander(cluster, world))
         return len(exp.states), len(exp.edges), time.perf_counter() - began
-    world = previous.PreviousWorld(bounds) if variant == "previous" else World(bounds)
-    search = {"previous": previous.explore, "compact": _compact}.get(variant, bfs.explore)
+    world = World(bounds, shared=variant != "exact")
+    search = _compact if variant == "compact" else bfs.explore
     began = time.process_time()
     exp = search(world)
     return len(exp.states), len(exp.edges), time.process_time() - began
@@ -69,7 +69,7 @@ def _bounds() -> list[str]:
 
 
 @pytest.mark.parametrize("bounds", _bounds())
-@pytest.mark.parametrize("variant", ["current", "compact", "previous"])
+@pytest.mark.parametrize("variant", ["current", "compact", "exact"])
 def test_explore_throughput(benchmark, variant, bounds):
     states, edges, seconds = benchmark.pedantic(run, args=(variant, BOUNDS[bounds]), rounds=3 if bounds == "default"
                                                 else 1, iterations=1)
@@ -90,7 +90,7 @@ def isolated(variant: str, label: str) -> tuple[int, int, float]:
 
 def main(argv: list[str]) -> int:
     big = "--big" in argv
-    names = ["previous", "compact", "current"] + (["workers-2"] if big else [])
+    names = ["exact", "compact", "current"] + (["workers-2"] if big else [])
     for label in (["default", "6/2/2"] if big else ["default"]):
         best: dict[str, tuple] = {}
         for _ in range(5 if label == "default" else 1):  # interleaved: a burst of load hits every variant
@@ -104,9 +104,12 @@ def main(argv: list[str]) -> int:
         for name, (states, edges, seconds) in best.items():
             print(f"  {name:<10} {states:>8} states {edges:>9} edges  {seconds:7.2f} s  {states / seconds:9.0f} states/s"
                   + ("  (wall, with cluster start-up)" if name == "workers-2" else "  (CPU)"))
-        ratio = best["previous"][2] / best["current"][2]
-        print(f"  current is {ratio:.2f}x the previous explorer per core, "
+        ratio = best["exact"][2] / best["current"][2]
+        print(f"  current is {ratio:.2f}x the exact model runs per core, "
               f"{best['compact'][2] / best['current'][2]:.2f}x the compact loop")
+        if ratio <= 1:
+            print("  FAIL: the shared model runs are not faster than one run per surface")
+            return 1
     return 0
 
 

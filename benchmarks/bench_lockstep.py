@@ -1,4 +1,4 @@
-"""Lockstep throughput at level ``log`` in steps/s (issue 4, "Must show").
+"""Lockstep throughput at level ``log`` in steps/s.
 
 One fixed, realistic step list (turns with tool rounds, prompts, prune and summary replacements
 priced with their exact shadow prices) is replayed through :class:`~surfacecheck.properties.stateful.lockstep.Lockstep`
@@ -10,16 +10,12 @@ cuts, measure and projection are compared with the model. Variants:
 * ``cmd-embedded`` — the embedded runtime over the protocol (``python -m surfacecheck.serve embedded``):
   the variant that loses, paying a pipe round trip per request.
 
-And the lockstep inside ``verify`` (issue 4 part 2): level ``log``'s Hypothesis machine on the embedded runtime,
-the figure ``verify --json`` prints as ``steps_per_second``, as a ratio against the comparison path before
-(``run_level(fast=False)``: every answer normalised and walked, every oracle question asked again), the variant
-that loses; and (issue 19 part 2) against Hypothesis's own rule strategy (``verify-hypothesis-rules``: a rule
-index, a feature flag per rule looked at, retries) instead of one draw among the valid rules, which loses too.
-And (stop 31) against stop 30's draws and collector (``verify-stop-30``: each rule argument in a span of its own,
-Python's default collector thresholds), which loses too. And (stop 32) against stop 31's cost per step
-(``verify-stop-31``, :func:`as_at_stop_31`: texts from a seeded ``random.Random``, frozen model values made by the
-dataclass's own ``__init__``, prices and header comparisons made afresh, every watcher deriving the surface itself,
-compaction's watchers on a log run), which loses too.
+And the lockstep inside ``verify``: level ``log``'s Hypothesis machine on the embedded runtime, the figure
+``verify --json`` prints as ``steps_per_second``, as a ratio against two slower configurations of the same run:
+Hypothesis's own rule strategy (``verify-hypothesis-rules``, ``LockstepMachine.rule_selection = None``: a rule
+index, a feature flag per rule looked at, retries) instead of one draw among the valid rules, and the embedded
+runtime over the protocol (``verify-cmd-embedded``: a pipe round trip per batch of requests). Both lose. The
+figures against older commits are in ``docs/performance-history.md``.
 ``SURFACECHECK_BENCH_PROFILE`` picks the verify profile (default ``ci``).
 
 Run ``python -m pytest benchmarks/bench_lockstep.py`` (pytest-benchmark; steps/s in ``extra_info``)
@@ -28,41 +24,26 @@ or ``python benchmarks/bench_lockstep.py`` for a plain table.
 from __future__ import annotations
 
 import os
-import random
 import sys
 import time
-from contextlib import contextmanager, nullcontext
 
 import pytest
 
-from surfacecheck.model import meter, projection
-from surfacecheck.model.event import Event
-from surfacecheck.model.frozen import QUICK
-from surfacecheck.properties.invariants import COMPACTION, POLICY, STANDARD
 from surfacecheck.properties.monitors import lookup
-from surfacecheck.properties.stateful import words as stateful_words
 from surfacecheck.properties.stateful import events as ev
 from surfacecheck.properties.stateful.base import LockstepMachine
-from surfacecheck.properties.stateful.selection import OneDrawRules
-from surfacecheck.runtime import model_runtime
-from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.core.trace import Step
-from surfacecheck.properties.stateful.lockstep import Lockstep, StepQuery
-from surfacecheck.verify import runner
+from surfacecheck.properties.stateful.lockstep import Lockstep
 from surfacecheck.verify.runner import CI_SEED, monitors_for, run_level
 
 ROUNDS = 25
-VARIANTS = {"embedded": ("embedded", True), "model-only": ("model", False),
-            "cmd-embedded": ("cmd:python -m surfacecheck.serve embedded", True)}
-VERIFY_VARIANTS = {"verify": (True, True, True, True), "verify-old-path": (False, True, True, True),
-                   "verify-hypothesis-rules": (True, False, True, True), "verify-stop-30": (True, True, False, False),
-                   "verify-stop-31": (True, True, True, False)}
-"""(``fast``, ``one_draw``, ``stop_31``, ``stop_32``): the verify lockstep's comparison path, the shortcut and the
-reused answers or the old one (loses); the rule choice, one draw (:class:`~properties.stateful.selection.OneDrawRules`)
-or Hypothesis's own rule strategy (loses); issue 19's stop-31 switches, the arguments drawn inside the rule's span and
-the collector's thresholds while a level runs, or each argument in a span of its own and Python's default thresholds,
-as at stop 30 (loses); and stop 32's, or stop 31's cost per step (:func:`as_at_stop_31`, loses)."""
+CMD_EMBEDDED = "cmd:python -m surfacecheck.serve embedded"
+VARIANTS = {"embedded": ("embedded", True), "model-only": ("model", False), "cmd-embedded": (CMD_EMBEDDED, True)}
+VERIFY_VARIANTS = {"verify": ("embedded", True), "verify-hypothesis-rules": ("embedded", False),
+                   "verify-cmd-embedded": (CMD_EMBEDDED, True)}
+"""(runtime under test, ``one_draw``): the embedded runtime in process or over the protocol (loses); the rule
+choice, one draw (:class:`~properties.stateful.selection.OneDrawRules`) or Hypothesis's own rule strategy (loses)."""
 VERIFY_PROFILE = os.environ.get("SURFACECHECK_BENCH_PROFILE", "ci")
 
 
@@ -139,78 +120,17 @@ def test_lockstep_throughput(benchmark, steps, variant):
     benchmark.extra_info.update(steps=len(steps), steps_per_second=round(len(steps) / seconds, 1))
 
 
-def _random_words(count: int, seed: int) -> str:
-    """Stop 31's texts: ``count`` words picked by a ``random.Random`` seeded with ``seed`` (a third as fast)."""
-    return " ".join(random.Random(seed).choices(stateful_words.WORDS, k=count))
-
-
-def _every_standard_monitor(level: str) -> tuple[str, ...]:
-    """Stop 31's monitors: the standard ones on every level, compaction's watchers included on a log run."""
-    return STANDARD + (() if level == "log" else COMPACTION) + (POLICY if level == "policy" else ())
-
-
-def _priced_afresh(event) -> int:
-    """Stop 31's ``node_price``: every fold prices the event again."""
-    message = meter.derive_event_message(event)
-    return 0 if message is None else meter.estimate_message(message)
-
-
-def _compared_afresh(anchor, header) -> bool:
-    """Stop 31's anchor check: `optionalHeaderEquals` walked on every measure."""
-    return meter._optional_header_equals(anchor.header, header)
-
-
-def _refreshed_afresh(self):
-    """Stop 31's ``current_cuts``: a corrupt surface refolded on every query."""
-    self.cuts = model_runtime.refresh_cuts(self.cuts, self.session)
-    return self.cuts
-
-
-@contextmanager
-def as_at_stop_31():
-    """Stop 31's cost per step: seeded-``Random`` texts made afresh, the dataclasses' own ``__init__`` for the model's
-    frozen values, an event's predicates worked out on every read, every fold pricing the event and every measure
-    comparing the anchor's header afresh, a corrupt surface refolded per query, no view shared by the watchers of a
-    step (each asks its three queries), every standard monitor on a log run."""
-    inits = [(cls, cls.__init__) for cls in QUICK]
-    predicates = {name: Event.__dict__[name] for name in ("is_surface_type", "is_append", "replace")}
-    saved = (stateful_words.words, runner.monitors_for, StepQuery.once, meter.node_price, projection.node_price,
-             meter._anchor_matches, ModelRuntime.current_cuts)
-    for cls in QUICK:
-        cls.__init__ = cls._dataclass_init
-    for name, once in predicates.items():
-        setattr(Event, name, property(once.derive))
-    stateful_words.words, runner.monitors_for = _random_words, _every_standard_monitor
-    meter.node_price = projection.node_price = _priced_afresh
-    meter._anchor_matches, ModelRuntime.current_cuts = _compared_afresh, _refreshed_afresh
-    del StepQuery.once
-    try:
-        yield
-    finally:
-        for cls, init in inits:
-            cls.__init__ = init
-        for name, once in predicates.items():
-            setattr(Event, name, once)
-        (stateful_words.words, runner.monitors_for, StepQuery.once, meter.node_price, projection.node_price,
-         meter._anchor_matches, ModelRuntime.current_cuts) = saved
-
-
-def run_verify(fast: bool, one_draw: bool = True, stop_31: bool = True, stop_32: bool = True,
-               profile: str = VERIFY_PROFILE) -> tuple[int, float]:
-    """One level-``log`` verify run on the embedded runtime (seed ``CI_SEED``, unshrunk): (steps, seconds).
-    ``one_draw=False``: Hypothesis's own rule strategy; ``stop_31=False``: a span per argument and the default
-    collector; ``stop_32=False``: :func:`as_at_stop_31` (their examples differ, so compare seconds per step)."""
-    runtime, reference = open_runtime("embedded"), open_runtime("model")
-    saved = LockstepMachine.rule_selection, OneDrawRules.flat_arguments, runner.GC_THRESHOLD
+def run_verify(spec: str, one_draw: bool = True, profile: str = VERIFY_PROFILE) -> tuple[int, float]:
+    """One level-``log`` verify run on the runtime ``spec`` (seed ``CI_SEED``, unshrunk): (steps, seconds).
+    ``one_draw=False``: Hypothesis's own rule strategy (its examples differ, so compare seconds per step)."""
+    runtime, reference = open_runtime(spec), open_runtime("model")
+    saved = LockstepMachine.rule_selection
     if not one_draw:
         LockstepMachine.rule_selection = None
-    if not stop_31:
-        OneDrawRules.flat_arguments, runner.GC_THRESHOLD = False, None
     try:
-        with as_at_stop_31() if not stop_32 else nullcontext():
-            result = run_level(runtime, reference, "log", profile, CI_SEED, shrink=False, fast=fast)
+        result = run_level(runtime, reference, "log", profile, CI_SEED, shrink=False)
     finally:
-        LockstepMachine.rule_selection, OneDrawRules.flat_arguments, runner.GC_THRESHOLD = saved
+        LockstepMachine.rule_selection = saved
         runtime.close()
     assert result.status == "ok", result.to_json()
     return result.steps, result.seconds
@@ -225,8 +145,8 @@ def test_verify_lockstep_throughput(benchmark, variant):
 
 
 def test_verify_lockstep_ratio(benchmark):
-    """The figures tracked: each losing variant's seconds per step over the new path's, best of interleaved runs
-    (a burst of load on a shared machine hits all alike). Above 1 when the new path wins."""
+    """The figures tracked: each losing variant's seconds per step over ``verify``'s, best of interleaved runs
+    (a burst of load on a shared machine hits all alike). Above 1 when ``verify`` wins."""
     best = {name: float("inf") for name in VERIFY_VARIANTS}
 
     def interleaved() -> None:

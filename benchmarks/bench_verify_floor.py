@@ -1,4 +1,4 @@
-"""How much of a ``verify`` step is Hypothesis's own (issue 19 part 2): the floor under the lockstep's figure.
+"""How much of a ``verify`` step is Hypothesis's own: the floor under the lockstep's figure.
 
 A step of ``verify --level log`` pays for two things: Hypothesis and the machine choosing the step (the rule and its
 arguments as choices, the example's bookkeeping: the choice tree, span groups, mutations, the test case around each

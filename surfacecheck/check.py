@@ -159,7 +159,7 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
         f"surfacecheck {report['version']}  runtime={report['runtime']}  "
         f"corpus={report['corpus'] or '(none found)'}",
     ]
-    if verbose:  # the per-source table; without -v one line per stage says it (issue 17 point 4)
+    if verbose:  # the per-source table; without -v one line per stage says it
         out += ["", f"  {'source':<14} {'logs':>5} {'held':>5} {'violated':>9} {'inconcl.':>9} {'events':>8} {'replacements':>13}"]
         for key, row in report["summary"].items():
             out.append(
@@ -240,7 +240,7 @@ def _judge_logs(loaded, jobs: list, strict: bool, results: list, interrupted: li
     progress.done()
 
 
-# -- coverage (issue 17) -------------------------------------------------------------------------
+# -- coverage -------------------------------------------------------------------------
 
 
 def _add_coverage(report: dict[str, Any], collector: Collector, logs: list, stage_results: list, report_path: Path,

@@ -1,7 +1,7 @@
 """Version drift (issue 8 item 5): the Anthropic wire, drift classification on recorded facts, one real run.
 
 The wire and classification tests need no runtime. The real-run test needs dsh 0.2.1rc2 in its own venv
-(``SURFACECHECK_DSH_V2_PYTHON``, default /work/venvs/dsh-0.2.1rc2/bin/python) and is skipped without it.
+(``SURFACECHECK_DSH_V2_PYTHON``) and is skipped without it.
 """
 from __future__ import annotations
 
@@ -128,6 +128,14 @@ def test_run_for_refuses_a_python_without_the_sdk(tmp_path):
     with pytest.raises(r2.RuntimeNotInstalled, match="not installed"):
         r2.run_for(SCRIPT, python=str(tmp_path / "no-python"))
     assert r2.installed_version(str(tmp_path / "no-python")) is None
+
+
+def test_run_script_v2_without_a_python_says_what_to_set(monkeypatch):
+    monkeypatch.setattr(r2, "DEFAULT_V2_PYTHON", None)
+    with pytest.raises(r2.RuntimeNotInstalled, match="set SURFACECHECK_DSH_V2_PYTHON"):
+        r2.run_script_v2(SCRIPT)
+    with pytest.raises(r2.RuntimeNotInstalled, match="set SURFACECHECK_DSH_V2_PYTHON"):
+        r2.run_drift(scripts=[SCRIPT])
 
 
 def test_patch_sets_headroom_only_when_asked():
@@ -295,7 +303,7 @@ def test_normalise_renames_only_the_pure_renamings():
 V2_PYTHON = r2.DEFAULT_V2_PYTHON
 
 
-@pytest.mark.skipif(not Path(V2_PYTHON).exists(), reason=f"dsh 0.2.1rc2 venv not found at {V2_PYTHON} "
+@pytest.mark.skipif(not (V2_PYTHON and Path(V2_PYTHON).exists()), reason=f"dsh 0.2.1rc2 venv not found at {V2_PYTHON} "
                     "(set SURFACECHECK_DSH_V2_PYTHON; CI does not install it: see docs/e2e-drift.md)")
 def test_real_021rc2_headroom_silences_pressure_and_small_headroom_restores_it(tmp_path):
     default = r2.run_script_v2(r2.PROBE, python=V2_PYTHON, keep_dir=tmp_path / "default", timeout=120)

@@ -1,6 +1,8 @@
 """The explored graph as arrays (surfacecheck/explore/arrays.py): the report's figures are networkx's, and the
-masks pick exactly the edges the checks used to walk."""
+masks pick exactly the edges the checks read, and the checks find what the golden data records."""
 from __future__ import annotations
+
+import json
 
 import networkx as nx
 import numpy as np
@@ -10,6 +12,8 @@ from surfacecheck.explore import arrays, oracle
 from surfacecheck.explore.bfs import explore
 from surfacecheck.explore.variants import CORRECT, VARIANTS
 from surfacecheck.explore.world import SURF, Bounds, World
+
+from golden.make_explore_golden import HERE, PROGRESS_CASES, progress_record
 
 CASES = [(CORRECT, Bounds(4, 2, 1)), (VARIANTS["retry-without-progress"], Bounds(4, 0, 1)),
          (VARIANTS["pressure-skipped"], Bounds(4, 1, 1))]
@@ -38,24 +42,13 @@ def test_prices_endpoints_and_masks():
                                              if s % 3 == 0 and d % 3 == 0]
 
 
-PROGRESS_CASES = [(CORRECT, Bounds(5, 2, 1)), (VARIANTS["retry-without-progress"], Bounds(4, 0, 1)),
-                  (VARIANTS["pressure-skipped"], Bounds(4, 1, 1)), (VARIANTS["never-reemit-runtime-context"], Bounds(4, 1, 1))]
-
-
 @pytest.mark.parametrize("variant, bounds", PROGRESS_CASES, ids=[v.name for v, _b in PROGRESS_CASES])
-@pytest.mark.parametrize("k", [1, 2])
-def test_the_checks_find_what_the_previous_checks_found(variant, bounds, k):
-    """The benchmark's losing variant (benchmarks/checks_previous.py: every edge walked, dictionaries,
-    networkx) gives the same progress findings (property, message, prefix, loop) and graph figures."""
-    from benchmarks import checks_previous as previous
-    from surfacecheck.explore import progress
-
-    exp = explore(World(bounds, variant=variant))
-
-    def described(found):
-        return [(f.property, f.message, f.prefix, f.loop) for f in found]
-
-    now = described(progress.check_progress(exp, k))
-    assert now == described(previous.check_progress(exp, k))
-    assert arrays.graph_figures(exp) == previous.graph_figures(exp)
-    assert bool(now) == (variant is not CORRECT and not (k == 2 and variant.name != "retry-without-progress"))
+def test_the_checks_find_the_golden_findings(variant, bounds):
+    """The progress findings (property, message, prefix, loop) and graph figures recorded in
+    ``tests/golden/explore/`` (``tests/golden/make_explore_golden.py``)."""
+    golden = json.loads((HERE / f"progress-{variant.name}-{bounds.events}-{bounds.tool_pairs}-"
+                                f"{bounds.compactions}.json").read_text())
+    assert progress_record(explore(World(bounds, variant=variant))) == golden
+    for k in (1, 2):
+        expected = variant is not CORRECT and not (k == 2 and variant.name != "retry-without-progress")
+        assert bool(golden["progress"][str(k)]) == expected

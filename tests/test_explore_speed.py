@@ -1,10 +1,10 @@
-"""Issue 19: the faster explorer finds the very graph the previous one did, and ``--workers`` changes
-nothing but the cost figures.
+"""The explorer finds the graph recorded in ``tests/golden/explore/``, and ``--workers`` changes nothing but
+the cost figures.
 
-* the compact search loop (:mod:`surfacecheck.explore.bfs`) against the previous implementation kept
-  in ``benchmarks/explore_previous.py``: the same states in the same order, the same depths, every edge
-  with its label, the same state violations — for the correct model, a violating control, the reverse
-  order and the search without the VIEW reduction;
+* the search loop (:mod:`surfacecheck.explore.bfs`) against the golden data
+  (``tests/golden/make_explore_golden.py``): the same states in the same order, the same depths, every
+  edge with its label, the same state violations and safety counterexamples — for the correct model, a
+  violating control, the reverse order and the search without the VIEW reduction;
 * ``explore --workers N`` (Dask): the same report at N = 1, 2 and 4 as in this process, violations and
   their shortest traces included; a cluster that is lost for good makes the run inconclusive (exit 3).
 """
@@ -14,47 +14,32 @@ import json
 
 import pytest
 
-from benchmarks import explore_previous as previous
 from surfacecheck.core import cluster
 from surfacecheck.cli import main as cli
 from surfacecheck.explore.bfs import explore
 from surfacecheck.explore.run import run_explore
-from surfacecheck.explore.shape import masked
-from surfacecheck.explore.variants import CORRECT, VARIANTS
+from surfacecheck.explore.variants import VARIANTS
 from surfacecheck.explore.world import Bounds, World
+
+from golden.make_explore_golden import GRAPH_CASES, HERE, graph_record
 
 COST = ("seconds", "states_per_second", "check_seconds", "model_runs", "distributed")
 
 
-def _graph(exp):
-    """The graph; labels with their numbers masked (a shared run reports its representative's token counts)."""
-    edges = [(src, dst, action, edge._replace(label=masked(edge.label))) for src, dst, action, edge in exp.edges]
-    return exp.states, exp.depth, edges, exp.state_violations
+@pytest.mark.parametrize("name, bounds, variant, reverse, symmetry", GRAPH_CASES, ids=[c[0] for c in GRAPH_CASES])
+def test_the_search_finds_the_golden_graph(name, bounds, variant, reverse, symmetry):
+    golden = json.loads((HERE / f"graph-{name}.json").read_text())
+    assert golden["states"] > 500
+    assert graph_record(explore(World(bounds, variant=variant), symmetry=symmetry, reverse=reverse)) == golden
 
 
-@pytest.mark.parametrize("bounds, variant, reverse, symmetry", [
-    (Bounds(4, 2, 1), CORRECT, False, True),
-    (Bounds(4, 1, 2), CORRECT, True, True),
-    (Bounds(3, 1, 1, max_seq=40), CORRECT, False, False),
-    (Bounds(4, 1, 1), VARIANTS["unbalanced-cut"], False, True),
-    (Bounds(4, 1, 1), VARIANTS["retry-without-progress"], True, True),
-])
-def test_compact_search_finds_the_previous_graph(bounds, variant, reverse, symmetry):
-    new = explore(World(bounds, variant=variant), symmetry=symmetry, reverse=reverse)
-    old = previous.explore(previous.PreviousWorld(bounds, variant=variant), symmetry=symmetry, reverse=reverse)
-    assert len(new.states) > 500
-    assert _graph(new) == _graph(old)
-
-
-def test_the_previous_variant_is_really_the_old_loop():
-    """The benchmark's losing variant must not quietly be today's code: it builds a tuple per edge."""
-    world = previous.PreviousWorld(Bounds(3, 1, 1))
-    previous.explore(world)
-    assert world._cache and not any(world._compact) and not world._surface_effects
-    today = World(Bounds(3, 1, 1))
-    explore(today)
-    assert not any(key[2][0] == "~s" for key in world._runs)  # keyed on the price sum, as it was
-    assert any(key[2][0] == "~s" for key in today._runs) and world.oracle_calls > today.oracle_calls
+def test_the_golden_data_tells_graphs_apart():
+    """A different graph (one event fewer) gives other digests, so the comparison above could fail."""
+    name, bounds, variant, reverse, symmetry = GRAPH_CASES[0]
+    golden = json.loads((HERE / f"graph-{name}.json").read_text())
+    smaller = Bounds(bounds.events - 1, bounds.tool_pairs, bounds.compactions)
+    found = graph_record(explore(World(smaller, variant=variant), symmetry=symmetry, reverse=reverse))
+    assert all(found["digests"][key] != golden["digests"][key] for key in golden["digests"])
 
 
 def _cost_free(report: dict) -> dict:

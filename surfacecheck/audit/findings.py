@@ -8,7 +8,7 @@ from .rules import rule
 
 @dataclass(frozen=True)
 class Finding:
-    """One audit finding (issue 3 JSON shape ``{rule, severity, seq, message}``); ``known`` is the
+    """One audit finding (JSON shape ``{rule, severity, seq, message}``); ``known`` is the
     registry reason when this finding is a known, spec-explained one (``known_findings.json``)."""
 
     rule: str

@@ -1,4 +1,4 @@
-"""Human and JSON renderings of an audit report (issue 3 output contract)."""
+"""Human and JSON renderings of an audit report (the audit's output contract)."""
 from __future__ import annotations
 
 import json

@@ -3,7 +3,7 @@
 Prints, per variant, the median time per append at each surface size and the ratio largest/smallest,
 the cost model (operations per append) and the projection's state size; writes ``bench.json`` and a
 log-log plot ``bench.png`` into the report directory. ``--check`` exits 1 when the gated variant's
-ratio exceeds 1.5 or it costs more than 2x the bare pricing at the largest size (issue 6).
+ratio exceeds 1.5 or it costs more than 2x the bare pricing at the largest size.
 """
 from __future__ import annotations
 

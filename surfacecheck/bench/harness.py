@@ -23,7 +23,7 @@ from .workload import Workload, is_append
 DEFAULT_SIZES = (10**2, 10**3, 10**4, 10**5, 10**6)
 BATCH_EVENTS = 1200  # ~420 surface appends, with prune and summary replacements among them
 EVENTS_PER_APPEND = 2.85  # the workload writes ~2.85 log events per surface append
-MAX_RATIO, MAX_FLOOR_FACTOR = 1.5, 2.0  # the gate (issue 6 point 5)
+MAX_RATIO, MAX_FLOOR_FACTOR = 1.5, 2.0  # the gate
 
 
 def batch_for(appends: int | None) -> int:
@@ -158,7 +158,7 @@ def run(variants: Iterable[Variant], sizes: Iterable[int] = DEFAULT_SIZES, *, se
 
 def gate(series: dict[str, Series], gated: str = GATED, floor: str = FLOOR, max_ratio: float = MAX_RATIO,
          max_floor_factor: float = MAX_FLOOR_FACTOR) -> list[str]:
-    """Issue 6 point 5: the gated variant's largest/smallest median must be <= ``max_ratio`` and, at the
+    """The gate: the gated variant's largest/smallest median must be <= ``max_ratio`` and, at the
     largest size, its median <= ``max_floor_factor`` x the bare pricing's. Returns the failures."""
     failures = []
     subject = series[gated]

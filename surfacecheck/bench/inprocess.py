@@ -1,4 +1,4 @@
-"""The protocol's ``bench`` op, answered in-process (``docs/protocol.md``; issue 6 point 4).
+"""The protocol's ``bench`` op, answered in-process (``docs/protocol.md``).
 
 ``surfacecheck.serve`` calls :func:`handle` so that a runtime times its own appends inside its own
 process at each size: the pipe is not measured. For ``embedded`` (and its variants) the subject is

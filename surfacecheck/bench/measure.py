@@ -1,4 +1,4 @@
-"""What ``surfacecheck bench`` measures and how it is judged (issue 6 points 2-5).
+"""What ``surfacecheck bench`` measures and how it is judged.
 
 In-process (``model``, ``embedded``): every variant timed at every size (:mod:`benchmarks.harness`),
 the cost model read off the same run, the projection's state size at two log lengths

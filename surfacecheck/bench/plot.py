@@ -1,4 +1,4 @@
-"""The slope, drawn: per-append cost against surface size, log-log, one line per variant (issue 6 point 4).
+"""The slope, drawn: per-append cost against surface size, log-log, one line per variant.
 
 Left panel: the median time per append; right panel: the cost model's elementary operations per
 append (nodes touched + list elements copied). An O(1) variant is a flat line in both; a recount or

@@ -167,7 +167,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("model-projection", "reference model's claim fold (spec 5.1)", ModelProjection),
 )}
 EMBEDDED = ("projection", "incremental", "copy-on-append", "recount", "bare-pricing")
-"""What ``surfacecheck bench`` compares for the embedded runtime (issue 6's five variants)."""
+"""What ``surfacecheck bench`` compares for the embedded runtime: five variants."""
 MODEL = ("model-projection", "copy-on-append", "recount", "bare-pricing")
 """For ``--runtime model``: the reference model's projection against the same baselines."""
 GATED, FLOOR = "projection", "bare-pricing"

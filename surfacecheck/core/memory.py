@@ -1,4 +1,4 @@
-"""A memory bound for the long searches (issue 18 point 6): ``explore`` and ``verify`` stop, incomplete (exit 3),
+"""A memory bound for the long searches: ``explore`` and ``verify`` stop, incomplete (exit 3),
 before the machine runs out, instead of being killed by the kernel with nothing reported.
 
 The bound is this process's resident set (``/proc/self/statm``; the peak from ``getrusage`` where that file is

@@ -32,7 +32,7 @@ from typing import Any
 from surfacecheck.model.frozen import quick_init
 
 FORMAT = "surfacecheck-trace/1"
-SOURCES = ("verify", "prove", "explore", "e2e")  # e2e: a bundle of `surfacecheck e2e dsh` (issue 8)
+SOURCES = ("verify", "prove", "explore", "e2e")  # e2e: a bundle of `surfacecheck e2e dsh`
 LEVELS = ("log", "compaction", "policy")
 
 
@@ -44,7 +44,7 @@ class TraceError(ValueError):
         self.path, self.line, self.reason = str(path), line, reason
 
 
-@quick_init  # made once per step of every run (issue 19)
+@quick_init  # made once per step of every run
 @dataclass(frozen=True)
 class Step:
     """One protocol request: ``op`` with its ``args``; ``label`` tells the story in spec words."""

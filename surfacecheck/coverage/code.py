@@ -1,4 +1,4 @@
-"""Code coverage of the runtime under test during a ``check`` (issue 17 point 2): which of its lines ran.
+"""Code coverage of the runtime under test during a ``check``: which of its lines ran.
 
 * ``embedded`` / ``model``: coverage.py traces the Python runtime in this process (it runs in-process in every
   stage), restricted to the runtime's own package (``surfacecheck/runtime/embedded`` or ``model``).

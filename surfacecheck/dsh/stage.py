@@ -1,4 +1,4 @@
-"""The ``dsh`` stage of ``surfacecheck check`` (issue 14 point 2): whatever runtime ``check`` tests, the
+"""The ``dsh`` stage of ``surfacecheck check``: whatever runtime ``check`` tests, the
 reference model is also held against dsh's real library — ``verify --runtime dsh --profile ci`` at every
 level the adapter serves, then every registered finding's witness replayed on it (does the real library
 reproduce the finding?). Skipped, with the install hint, where Node.js is missing; skipped as redundant
@@ -6,8 +6,8 @@ when the runtime under test already is dsh (every other stage ran against it).
 
 Verdict: a lockstep divergence is a violation (a question about the model or a regression in dsh); a
 witness the library does not reproduce is reported, not failed (the registry records where each finding
-has been shown, ``properties/findings.json`` ``shown_on``) — except for a ``public-api`` reachability claim
-(issue 15), whose trace (and a shipped-runtime claim's library trace) must replay exit 1 on the library: one
+has been shown, ``properties/findings.json`` ``shown_on``) — except for a ``public-api`` reachability claim,
+whose trace (and a shipped-runtime claim's library trace) must replay exit 1 on the library: one
 that does not is a stale claim, a violation.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Counterexample bundles of ``surfacecheck e2e dsh`` (issue 8 item 4c).
+"""Counterexample bundles of ``surfacecheck e2e dsh``.
 
 A bundle is a folder holding everything needed to see and reproduce one failing script::
 

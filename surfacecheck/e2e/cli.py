@@ -1,4 +1,4 @@
-"""Command line of ``surfacecheck e2e dsh`` (issue 8 item 4) and the e2e branch of ``surfacecheck replay``."""
+"""Command line of ``surfacecheck e2e dsh`` and the e2e branch of ``surfacecheck replay``."""
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,4 @@
-"""Compare the model's prediction with what the real runtime decided (issue 8 (b)).
+"""Compare the model's prediction with what the real runtime decided.
 
 At every decision point of the run (see :mod:`.predict`) the runtime's compaction block and the
 model's are reduced to *actions* — a prune pair (spec 6: shadowed seq, shadowedTokenCount, the

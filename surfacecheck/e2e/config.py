@@ -1,4 +1,4 @@
-"""The cordis composition a scripted run of dsh 0.1.1-rc.1 loads (``DSH_CORDIS_CONFIG``; issue 8).
+"""The cordis composition a scripted run of dsh 0.1.1-rc.1 loads (``DSH_CORDIS_CONFIG``).
 
 ``cordis=`` replaces the bundled ``runtime/cordis.yml`` wholesale, and the bundled default has no token-meter,
 compaction-basic or pruner rows (nothing would ever compact), so this module writes a complete composition.

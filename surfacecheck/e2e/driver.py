@@ -1,4 +1,4 @@
-"""Drive one scripted session through the installed dsh SDK (a standalone child process; issue 8).
+"""Drive one scripted session through the installed dsh SDK (a standalone child process).
 
 Run as ``<python> driver.py ARGS.json``: it imports nothing from surfacecheck, so any venv's python with any
 SDK version can run it. ARGS.json::

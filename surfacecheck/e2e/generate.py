@@ -1,4 +1,4 @@
-"""Hypothesis strategies for e2e conversation scripts (issue 8 item 3): bounded, shrinkable, and
+"""Hypothesis strategies for e2e conversation scripts: bounded, shrinkable, and
 aimed at every compaction path.
 
 A script (``surfacecheck-e2e-script/1``) is drawn in two steps: a *kind* (:data:`KINDS`), then its

@@ -1,4 +1,4 @@
-"""Which compaction paths a session log exercised, and at which seqs (issue 8: "say which seqs").
+"""Which compaction paths a session log exercised, and at which seqs.
 
 * `pressure-prune`: `compaction/prune` seqs in a pre-step block (spec 6, 9.2 step 9);
 * `pressure-summary`: `compaction/start` seqs of pre-step brackets whose checkpoint landed (spec 9.2 step 11);

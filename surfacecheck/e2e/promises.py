@@ -1,4 +1,4 @@
-"""Design promises checked on the real runtime's own output (issue 9 on issue 8's runs): the session log
+"""Design promises checked on the real runtime's own output (the e2e runs'): the session log
 scanned with every promise monitor (:func:`scan_findings`, the scan of ``surfacecheck findings``) and the
 provider requests the scripted server recorded (:mod:`.wire`), each violation classed as ``surfacecheck
 findings`` classes it: a registered promise names its finding (known, informational), any other is NEW.

@@ -1,4 +1,4 @@
-"""Orchestration of ``surfacecheck e2e dsh`` (issue 8 item 4): per script, run the real runtime,
+"""Orchestration of ``surfacecheck e2e dsh``: per script, run the real runtime,
 audit its log under the script's policy, compare its decisions with the model's, fold the verdicts.
 
 Per script: (a) :func:`execute` runs it (``runner.run_script``: scripted server + the real dsh
@@ -83,7 +83,7 @@ class ScriptOutcome:
     wire: list[dict] | None = None  # promise violations on the recorded provider requests (None: not checked)
     wire_note: str = ""  # why the requests were not checked, when they were not
     situations: dict = field(default_factory=dict)  # sometimes-witness id -> first seq in the runtime's log
-    judged: dict = field(default_factory=dict)  # audit rule / "type:<event type>" -> events (coverage, issue 17)
+    judged: dict = field(default_factory=dict)  # audit rule / "type:<event type>" -> events (coverage)
 
     def to_json(self) -> dict:
         return {"name": self.name, "source": self.source, "verdict": self.verdict, "message": self.message,
@@ -349,7 +349,7 @@ def execute_other(script, *, python: str | None, keep_dir: Path, timeout: float)
 
 
 def drift_one(script, options: Options, outcome: ScriptOutcome, keep_dir: Path) -> ScriptOutcome:
-    """Drift mode (issue 8 item 5): the script on the other release and on 0.1.1rc1 (else the spec's
+    """Drift mode: the script on the other release and on 0.1.1rc1 (else the spec's
     recorded facts); every change is a difference ``drift:<id>`` naming what changed (H8c's ``drift``)."""
     from .drift import SPEC_FACTS, audit_drift, drift
 

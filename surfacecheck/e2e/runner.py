@@ -1,4 +1,4 @@
-"""Run one conversation script through the real dsh runtime, hermetically (issue 8, contract ``run_script``).
+"""Run one conversation script through the real dsh runtime, hermetically (contract ``run_script``).
 
 Per run, under one run dir: a fresh ``home/`` (HOME: the executable unpacks native add-ons under
 ``~/.cache/pkg``), ``dsh-home/`` (DSH_HOME: the anonymous id), ``tmp/`` (TMPDIR), ``workspace/`` (cwd of the

@@ -31,7 +31,10 @@ from .wire_anthropic import AnthropicScriptedServer
 
 from .runner import RuntimeFailed, RuntimeNotInstalled
 
-DEFAULT_V2_PYTHON = os.environ.get("SURFACECHECK_DSH_V2_PYTHON", "/work/venvs/dsh-0.2.1rc2/bin/python")
+DEFAULT_V2_PYTHON: str | None = os.environ.get("SURFACECHECK_DSH_V2_PYTHON")
+"""The python of a venv with dsh 0.2.x installed (``$SURFACECHECK_DSH_V2_PYTHON``); ``None`` when it is not set."""
+NO_V2_PYTHON = ("no python for dsh 0.2.x: set SURFACECHECK_DSH_V2_PYTHON (or pass --python) to the interpreter of a "
+                "venv made with `pip install deepseek-harness-sdk==0.2.1rc2`")
 DRIVER = Path(__file__).with_name("driver.py")
 PLUGIN = Path(__file__).resolve().parent / "plugin" / "compact_on_marker.mjs"
 PROVIDER = "deepseek-official"
@@ -140,9 +143,13 @@ def read_log(path: Path) -> tuple[dict | None, list[dict]]:
     return None, rows
 
 
-def run_script_v2(script: Any, *, python: str = DEFAULT_V2_PYTHON, keep_dir: str | os.PathLike | None = None,
+def run_script_v2(script: Any, *, python: str | None = None, keep_dir: str | os.PathLike | None = None,
                   timeout: float = 120.0, headroom_tokens: int | None = None) -> RunV2:
-    """Run ``script`` through the 0.2.x SDK in a fresh HOME/DSH_HOME/TMPDIR/workspace; return the log and record."""
+    """Run ``script`` through the 0.2.x SDK in a fresh HOME/DSH_HOME/TMPDIR/workspace; return the log and record.
+    ``python`` defaults to :data:`DEFAULT_V2_PYTHON`; with neither, :class:`RuntimeNotInstalled` says what to set."""
+    python = python or DEFAULT_V2_PYTHON
+    if not python:
+        raise RuntimeNotInstalled(NO_V2_PYTHON)
     doc = script_json(script)
     version = installed_version(python)
     if adapter_for(version) != "v2":
@@ -248,15 +255,18 @@ def scripts_for_drift() -> list[dict]:
     return [*DRIFT_SCRIPTS, *seeds]
 
 
-def run_drift(*, python_b: str = DEFAULT_V2_PYTHON, python_a: str = sys.executable, scripts: list | None = None,
+def run_drift(*, python_b: str | None = None, python_a: str = sys.executable, scripts: list | None = None,
               timeout: float = 120.0, progress=None) -> dict:
     """Run every script on A (0.1.1rc1, H8a's runner) and B (0.2.x, this runner: default headroom, then
     headroomTokens=HEADROOM_SMALL, which separates the headroom drift from the rest); return the drift report.
 
-    A missing A falls back to the spec's recorded facts (``drift.SPEC_FACTS``); a missing B raises
-    RuntimeNotInstalled (exit 3)."""
+    A missing A falls back to the spec's recorded facts (``drift.SPEC_FACTS``); a missing B (``python_b`` defaults
+    to :data:`DEFAULT_V2_PYTHON`) raises RuntimeNotInstalled (exit 3)."""
     from . import drift as d
 
+    python_b = python_b or DEFAULT_V2_PYTHON
+    if not python_b:
+        raise RuntimeNotInstalled(NO_V2_PYTHON)
     version_a, version_b = installed_version(python_a), installed_version(python_b)
     if adapter_for(version_b) != "v2":
         raise RuntimeNotInstalled(f"{python_b}: no deepseek-harness-sdk 0.2.x (found {version_b!r})")

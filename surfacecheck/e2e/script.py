@@ -1,4 +1,4 @@
-"""Conversation scripts for `surfacecheck e2e dsh`: format `surfacecheck-e2e-script/1` (issue 8).
+"""Conversation scripts for `surfacecheck e2e dsh`: format `surfacecheck-e2e-script/1`.
 
 A script is data: the runtime configuration a run uses (context window, compaction-basic policy,
 tool-result pruner; spec 6, 9.1), how the scripted model server reports usage (fixed numbers keep
@@ -45,7 +45,7 @@ SCHEMA: dict = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://surfacecheck.invalid/schemas/e2e-script.schema.json",
     "title": "surfacecheck e2e conversation script",
-    "description": "One scripted conversation for the real dsh runtime (issue 8): configuration, turns, summaries.",
+    "description": "One scripted conversation for the real dsh runtime: configuration, turns, summaries.",
     "type": "object",
     "required": ["format", "name", "config", "turns"],
     "additionalProperties": False,
@@ -177,7 +177,7 @@ class Config:
         out["pruner"] = None if self.pruner is None else self.pruner.to_json()
         if self.auto is not None:
             out["auto"] = self.auto
-        if self.runtime_context:  # written only when set: scripts without it dump as before
+        if self.runtime_context:  # written only when set: scripts without it dump without the key
             out["runtimeContext"] = True
         return out
 

@@ -1,4 +1,4 @@
-"""The scripted model server: the real dsh runtime's model endpoint, on loopback only (issue 8).
+"""The scripted model server: the real dsh runtime's model endpoint, on loopback only.
 
 It speaks the wire the pinned runtime's adapter (dsh 0.1.1-rc.1 ``llm-deepseek``) expects: OpenAI chat
 completions, ``POST {base_url}/chat/completions``, streamed ``data:`` lines ending with ``data: [DONE]``.

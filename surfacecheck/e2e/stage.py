@@ -1,4 +1,4 @@
-"""The ``e2e`` stage of ``surfacecheck check`` (issue 8): the seed scripts against the real dsh runtime.
+"""The ``e2e`` stage of ``surfacecheck check``: the seed scripts against the real dsh runtime.
 
 Runs every ``scenarios/e2e/*.json`` script through :func:`surfacecheck.e2e.run.run_scripts` on
 deepseek-harness-sdk 0.1.1rc1 (the release the spec describes), whatever ``--runtime`` says: this

@@ -8,7 +8,7 @@ surface changed during summarization, spec 8.2 step 12; a cancelled ``/compact``
 decisions the model judges. Any other failure — a malformed or cut-short stream, a dropped connection, a
 server error on a step — means the scripted server or the transport failed: the runtime then ran a
 conversation the script did not write, so agreement with the model proves nothing about the paths the
-script aims at, and the run is inconclusive (issue 18 point 2), never a pass.
+script aims at, and the run is inconclusive, never a pass.
 """
 from __future__ import annotations
 

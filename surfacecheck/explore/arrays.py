@@ -1,11 +1,11 @@
-"""The explored graph as integer arrays, for the checks that read every edge or every state (issue 19).
+"""The explored graph as integer arrays, for the checks that read every edge or every state.
 
 The search keeps its edges as tuples (:mod:`.bfs`); the progress checks (:mod:`.progress`) and the
 report's graph figures read all of them. Here they are read once into NumPy arrays — each edge's
 source and target, each state's surface price (header + Σ node prices, spec 4.3) — so a check picks its
-candidate edges by array masks and walks only those in Python, in edge order, as before; and the
+candidate edges by array masks and walks only those in Python, in edge order; and the
 strongly connected components of the whole graph are counted by SciPy's compiled graph routines instead
-of through a networkx graph built arc by arc (that build alone was ~4 s at 6/2/2).
+of through a networkx graph built arc by arc (that build alone costs seconds at 6/2/2).
 """
 from __future__ import annotations
 

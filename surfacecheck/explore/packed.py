@@ -1,4 +1,4 @@
-"""Packed cores and relative moves: what the search loop reads, as integers (issue 19).
+"""Packed cores and relative moves: what the search loop reads, as integers.
 
 A core (a state minus its bound counters, :mod:`.world`) is packed into one integer: its surface as
 the number of an interned surface, then the retained index, whether a header is routed, the overflow

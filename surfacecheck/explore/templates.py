@@ -1,4 +1,4 @@
-"""Move templates per shape group: the model-run ops' moves made once per group, applied per surface (issue 19).
+"""Move templates per shape group: the model-run ops' moves made once per group, applied per surface.
 
 Surfaces of one shape share their model runs (:mod:`.shape`): each gets the group's effects rebased onto
 it. So what a move of such an op holds — its action, deltas, edge and kind, the effect's rebase plan and

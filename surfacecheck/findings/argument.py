@@ -1,4 +1,4 @@
-"""Each finding's argument, checked where it can be (issue 15): its class quoted from dsh's own text, and
+"""Each finding's argument, checked where it can be: its class quoted from dsh's own text, and
 how far a real session is from it.
 
 ``argue(finding, corpus)`` checks every quote of the entry against the installed dsh packages

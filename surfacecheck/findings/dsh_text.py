@@ -1,4 +1,4 @@
-"""dsh's own words, checked: every finding's class is argued from a quote of dsh's published text (issue 15).
+"""dsh's own words, checked: every finding's class is argued from a quote of dsh's published text.
 
 A registry ``evidence`` object names a quote and where it stands — ``package`` (``@deepseek-ai/dsh-…``),
 ``file`` (relative to the package root: ``lib/index.js``, ``lib/types/….d.ts``, ``README.md``), the npm

@@ -1,4 +1,4 @@
-"""Public-API reachability traces (issue 15 point 2): a defect's story told in the order dsh's own agent loop
+"""Public-API reachability traces: a defect's story told in the order dsh's own agent loop
 writes events, for findings whose minimal witness takes a protocol shortcut (a prompt appended outside a
 step, a header logged before the turn).
 

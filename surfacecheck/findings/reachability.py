@@ -1,4 +1,4 @@
-"""Can the finding happen in a real session? Each registry entry's ``reachability`` says how far (issue 15).
+"""Can the finding happen in a real session? Each registry entry's ``reachability`` says how far.
 
 Four kinds, nearest the user first:
 

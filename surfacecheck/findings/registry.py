@@ -4,7 +4,7 @@ minimal witness trace (path relative to the registry), the responsible dsh ``sou
 spec section of the gap), an ``explanation`` a dsh engineer can act on, and optionally the design-essay
 ``seed`` section the promise comes from.
 
-The class is argued from dsh's own text (issue 15): a ``defect`` quotes the dsh text that promises the
+The class is argued from dsh's own text: a ``defect`` quotes the dsh text that promises the
 property (``evidence.kind: promise``) and says what was ``searched`` for text giving it up; a ``tradeoff``
 quotes the text that documents or intends the behaviour (``intent``); a ``design-question`` quotes the
 closest dsh text, which is ``silent`` on the promise, and names the seed/spec ``design_source`` that makes
@@ -25,7 +25,7 @@ from .dsh_text import quote_problem
 DEFAULT_PATH = Path(properties.__file__).resolve().parent / "findings.json"
 CLASSES = ("defect", "design-question", "tradeoff")
 EVIDENCE_KIND = {"defect": "promise", "tradeoff": "intent", "design-question": "silent"}
-"""What the class's evidence must show (the rule of issue 15)."""
+"""What the class's evidence must show (the class's rule)."""
 FIELDS = ("id", "gap", "class", "promise", "reason", "trace", "source", "explanation")
 """Required, non-empty strings; ``seed`` is optional (a string when present)."""
 OPTIONAL = ("seed", "shown_on", "evidence_also", "design_source", "searched", "argument")
@@ -125,7 +125,7 @@ def _resolved(reach: dict, folder: Path) -> dict:
 
 
 def _check_argument(entry: dict, where: str) -> None:
-    """The class argued from dsh's text and the reachability stated (issue 15), or :class:`RegistryError`."""
+    """The class argued from dsh's text and the reachability stated, or :class:`RegistryError`."""
     klass = entry["class"]
     bad = quote_problem(entry.get("evidence"), f"{where}: evidence")
     if bad:

@@ -1,4 +1,4 @@
-"""The Markdown findings report (issue 9 point 4): what ``surfacecheck findings --report`` writes.
+"""The Markdown findings report: what ``surfacecheck findings --report`` writes.
 
 It reads the findings JSON document (``FindingsReport.to_json()``) and renders, for a dsh maintainer
 reading top to bottom: a summary table; one section per finding (the promise in plain words, class

@@ -1,4 +1,4 @@
-"""Immutable model values that are cheap to make (issue 19).
+"""Immutable model values that are cheap to make.
 
 The model's state is made of frozen dataclasses: a value never changes once made (seed §2; the explorer and the
 memos key on identity because of it). CPython 3.11's generated ``__init__`` of a frozen dataclass stores every

@@ -21,7 +21,7 @@ from .surface import Surface, next_surface
 
 @dataclass(frozen=True)
 class Replacement:
-    """One surface replace, as the audit reports it (issue 3 JSON shape)."""
+    """One surface replace, as the audit reports it (its JSON shape)."""
 
     seq: int
     kind: str  # summary | prune | other

@@ -1,2 +1,2 @@
 """``surfacecheck mutate``: how strong the gate is, measured by mutation testing of the runtime under test with the
-field's own tools (StrykerJS for dsh's packages, mutmut for the embedded Python runtime); issue 16."""
+field's own tools (StrykerJS for dsh's packages, mutmut for the embedded Python runtime)."""

@@ -1,4 +1,4 @@
-"""``surfacecheck mutate``: how strong is the gate? Mutation testing of the runtime under test (issue 16)."""
+"""``surfacecheck mutate``: how strong is the gate? Mutation testing of the runtime under test."""
 from __future__ import annotations
 
 import argparse

@@ -35,7 +35,7 @@ DEFAULT_FILES: dict[tuple[str, str], str] = {
     ("dsh-command-compact", "index.js"): "11.1",
     ("dsh-agent-loop", "runtime-context.js"): "12",
 }
-"""(package, source file) -> spec sections: the compaction-relevant files (issue 16 point 1)."""
+"""(package, source file) -> spec sections: the compaction-relevant files."""
 
 
 @dataclass(frozen=True)

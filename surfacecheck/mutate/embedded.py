@@ -1,4 +1,4 @@
-"""mutmut over a copy of the embedded Python runtime (``mutate --runtime embedded``; issue 16 point 2).
+"""mutmut over a copy of the embedded Python runtime (``mutate --runtime embedded``).
 
 The working copy holds the suite's packages; mutmut mutates only the chosen modules of
 ``surfacecheck/runtime/embedded`` (functions become trampolines switched by ``MUTANT_UNDER_TEST``), records which

@@ -1,7 +1,7 @@
 """Pristine recordings: each unit's requests with the unmutated runtime's answers, so that a mutant answering every
 request the same, digest for digest, gets the unit's unmutated verdict in one round trip.
 
-Why (issue 16, the budget): a survivor runs every unit that reaches it, and most of a unit's time is not dsh's
+Why (the budget): a survivor runs every unit that reaches it, and most of a unit's time is not dsh's
 work but the suite's — the model in lockstep, the monitors, one pipe round trip per request. A unit is a
 deterministic function of the answers it gets (its requests are fixed data or follow from earlier answers; every
 unit starts with ``reset``), so equal answers give the equal verdict. The shortcut never decides a kill: the first

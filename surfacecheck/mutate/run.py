@@ -1,4 +1,4 @@
-"""One ``surfacecheck mutate`` run: the tool, the gate, the figures and the verdict (issue 16 points 1-4)."""
+"""One ``surfacecheck mutate`` run: the tool, the gate, the figures and the verdict."""
 from __future__ import annotations
 
 import json

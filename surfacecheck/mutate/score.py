@@ -1,4 +1,4 @@
-"""Honest scoring of a mutation run, one format for both runtimes (issue 16 point 3).
+"""Honest scoring of a mutation run, one format for both runtimes.
 
 The input is a mutation-testing-report-schema document (Stryker's ``mutation.json``; mutmut's results are put in
 the same shape) plus where each mutated line belongs (its source file and spec sections). Only a kill counts:

@@ -1,4 +1,4 @@
-"""StrykerJS over a working copy of dsh's installed packages (``mutate --runtime dsh``; issue 16 point 1).
+"""StrykerJS over a working copy of dsh's installed packages (``mutate --runtime dsh``).
 
 The working copy is a fresh folder: the packages holding the chosen files are copied to ``pkgs/@deepseek-ai`` (Stryker
 never mutates under a ``node_modules``), the rest of the installed tree is copied to ``node_modules`` where those

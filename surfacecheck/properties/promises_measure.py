@@ -1,4 +1,4 @@
-"""Promise monitors of pressure measurement, progress, pairing and cost (issue 9; spec §15 G1, G2b, G5, G9, G13).
+"""Promise monitors of pressure measurement, progress, pairing and cost (spec §15 G1, G2b, G5, G9, G13).
 
 Like ``properties/promises.py`` these state what the design PROMISES, stronger than what dsh does;
 where dsh breaks one, the model breaks it too and the violation is a FINDING (``properties/findings.json``).

@@ -1,4 +1,4 @@
-"""Command line of ``surfacecheck prove`` (issue 5): Z3 obligations with negative controls."""
+"""Command line of ``surfacecheck prove``: Z3 obligations with negative controls."""
 from __future__ import annotations
 
 import argparse

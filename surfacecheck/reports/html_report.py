@@ -1,4 +1,4 @@
-"""``report.html``: the one page a runtime engineer opens when CI goes red (issue 17 point 1).
+"""``report.html``: the one page a runtime engineer opens when CI goes red.
 
 Generated from the same data as ``report.json`` (and ``coverage.json``), self-contained (inline CSS, inline SVG,
 the plot as an inline PNG; no script, no network) with a Jinja2 template (``templates/report.html.j2``):

@@ -1,4 +1,4 @@
-"""One line per stage of ``check``: what it found, for the terminal and ``report.html`` (issue 17 point 4)."""
+"""One line per stage of ``check``: what it found, for the terminal and ``report.html``."""
 from __future__ import annotations
 
 

@@ -1,4 +1,4 @@
-"""A counterexample trace drawn as the surface changing step by step (issue 17 point 1), as inline SVG.
+"""A counterexample trace drawn as the surface changing step by step, as inline SVG.
 
 The trace's operations are replayed on the reference model (``ModelRuntime``): after each step the model's
 surface is asked for, so each row shows the surface *as the spec computes it* after that step: one box per

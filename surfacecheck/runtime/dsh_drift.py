@@ -1,4 +1,4 @@
-"""Library-level drift (issue 14 point 6): the pinned dsh tree with one package swapped for another
+"""Library-level drift: the pinned dsh tree with one package swapped for another
 published version, as a ``node_modules`` folder for ``--runtime dsh:DIR``.
 
 ``python -m surfacecheck.runtime.dsh_drift [PACKAGE@VERSION]`` (default ``dsh-session@0.1.1-rc.2``) builds

@@ -188,7 +188,7 @@ class _Ops:
     def _measured(self, kind: str) -> int | None:
         """The pressure figure the listener's decision rests on (spec 9.2 steps 2, 9, 11): measure() as it
         returned, before the batch is entered (spec 13); null when auto is off, no route is logged or the meter
-        is stuck (issue 9, promise-measure-conservative)."""
+        is stuck (promise-measure-conservative)."""
         from surfacecheck.model.policy import routed_target
 
         if kind == "disabled" or self.rt.meter_error is not None or routed_target(self.rt.session) is None:

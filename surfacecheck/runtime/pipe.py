@@ -2,10 +2,10 @@
 requests written without ever waiting on a child that is itself waiting to write its answers.
 
 The answers are read in the calling thread, straight from the pipe (``poll`` for the deadline — no limit on the
-descriptor's number, unlike ``select`` — and ``os.read`` for whatever has arrived). Before issue 19 stop 33 a thread read each line and handed it over through a queue: two
-thread wake-ups and a hand-over of the interpreter lock per answer, seven answers a lockstep step. The writes are
+descriptor's number, unlike ``select`` — and ``os.read`` for whatever has arrived): no reader thread, so no
+thread wake-ups and no hand-over of the interpreter lock per answer, of which a lockstep step has seven. The writes are
 non-blocking: while the child's stdin is full the answers it has already written are read into the buffer, so a
-large batch never deadlocks against a child blocked on a full stdout (what the reader thread used to guarantee).
+large batch never deadlocks against a child blocked on a full stdout.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Command line of ``surfacecheck verify`` and ``surfacecheck replay`` (issue 4 points 4-5)."""
+"""Command line of ``surfacecheck verify`` and ``surfacecheck replay``."""
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,4 @@
-"""Settings profiles of ``verify`` (issue 4 point 3): ``ci`` bounded (the check stage runs it; fixed
+"""Settings profiles of ``verify``: ``ci`` bounded (the check stage runs it; fixed
 seed, so derandomised), ``dev`` for a developer's run, ``deep`` for a long hunt."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``replay_trace(trace, runtime_spec) -> ReplayOutcome``: run a trace's steps again and re-check
-its property (issue 4 point 4), for traces from ``verify``, ``prove`` and ``explore`` alike.
+its property, for traces from ``verify``, ``prove`` and ``explore`` alike.
 
 The steps run against the runtime in lockstep with the model (unless the runtime *is* the
 model); the monitors fed are the standard invariants plus the one the trace's ``property`` names

@@ -1,4 +1,4 @@
-"""A standalone pytest reproducer beside each trace (issue 4 point 4).
+"""A standalone pytest reproducer beside each trace.
 
 The file embeds the trace's steps (it needs no other file) and asserts that replaying them on the
 runtime finds no violation: it fails while the bug is there and passes once it is fixed. Run it

@@ -1,5 +1,5 @@
 """One ``verify`` run: replay the regression folder first, then run each level's machine, and write
-a trace + pytest reproducer for every failure (issue 4 points 4-5).
+a trace + pytest reproducer for every failure.
 
 Traces go to ``trace_dir`` as ``verify-<level>-<runtime>-<seed>.jsonl``. A new failure is also
 kept in the regression folder (named by a hash of its steps, so a trace is kept once) and every
@@ -105,7 +105,7 @@ def slug(text: str) -> str:
 
 def replay_regressions(folder: Path | None, spec: str, levels: list[str], timeout: float,
                        runtime=None, also: tuple[Path, ...] = ()) -> list[dict]:
-    """Replay every ``*.jsonl`` trace of ``also`` and ``folder`` whose level is being verified (issue 4 point 4)."""
+    """Replay every ``*.jsonl`` trace of ``also`` and ``folder`` whose level is being verified."""
     folders = [f for f in dict.fromkeys([*also, folder]) if f is not None and f.is_dir()]
     done = []
     for path in sorted(p for f in folders for p in f.glob("*.jsonl")):

@@ -1,4 +1,4 @@
-"""Run the lockstep machines of one or more levels against a runtime (issue 4 points 3-5).
+"""Run the lockstep machines of one or more levels against a runtime.
 
 Profiles bound the run: ``ci`` (seeded with a fixed seed, so derandomised; the whole verify
 stage in well under a minute), ``dev`` and ``deep``. The seed is always explicit and printed,
@@ -80,7 +80,7 @@ class LevelResult:
 def monitors_for(level: str) -> tuple[str, ...]:
     """The monitors a run at ``level`` checks: the standard ones, then the compaction and policy ones, each only
     from the level it needs on (its registered ``level``): a watcher of compaction's replacements can never fire
-    on a log-level run, whose only requests are ``reset`` and ``append`` (issue 19: it cost a step ~1 µs)."""
+    on a log-level run, whose only requests are ``reset`` and ``append``, and would cost every step its call."""
     extra = () if level == "log" else COMPACTION
     names = STANDARD + extra + (POLICY if level == "policy" else ())
     return tuple(name for name in names if LEVELS.index(lookup(name).level) <= LEVELS.index(level))
@@ -93,13 +93,12 @@ def open_reference(spec: str) -> Runtime | None:
 
 def run_level(runtime: Runtime, reference: Runtime | None, level: str, profile: str, seed: int,
               shrink: bool = True, max_memory: int | None = None, record: list | None = None,
-              examples: int | None = None, fast: bool = True) -> LevelResult:
+              examples: int | None = None) -> LevelResult:
     """Run ``level``'s machine under ``profile`` with ``seed``; never raises for a runtime failure. With
     ``max_memory`` (bytes) the run stops, incomplete, before an example starts above it; ``record`` (a list)
-    receives every example's steps; ``examples`` replaces the profile's number (a shard, :mod:`.sharded`);
-    ``fast=False`` runs the lockstep's old comparison path (benchmarks only)."""
+    receives every example's steps; ``examples`` replaces the profile's number (a shard, :mod:`.sharded`)."""
     context = RunContext(runtime, reference, monitors_for(level), memory=MemoryLimit(max_memory) if max_memory else None,
-                         record=record, fast=fast)
+                         record=record)
     context.progress = tqdm(total=examples or max_examples(profile, level), desc=f"verify {level}", unit="example",
                             file=sys.stderr, disable=None, leave=False)
     machine = hypothesis_seed(seed)(bind(MACHINES[level], context))
@@ -152,21 +151,17 @@ def shrink_budget(seconds: float):
             _engine.MAX_SHRINKING_SECONDS = saved
 
 
-GC_THRESHOLD: tuple[int, int, int] | None = (50_000, 20, 20)
-"""The cyclic collector's thresholds while a level runs (Python's default is 700, 10, 10); ``None`` leaves the
-collector as it is (``benchmarks/bench_lockstep.py``'s variant as before)."""
+GC_THRESHOLD: tuple[int, int, int] = (50_000, 20, 20)
+"""The cyclic collector's thresholds while a level runs (Python's default is 700, 10, 10)."""
 
 
 @contextmanager
 def few_collections():
     """Collect cycles less often while a level runs; restored afterwards. A lockstep step allocates a few
     hundred short-lived containers (events, answers, Hypothesis's choice records), so at Python's default the
-    collector ran ~200 times a level and walked the objects alive since start-up in its older generations:
-    6 % of the level's time measured at level log (issue 19 part 2). Those objects are set aside
+    collector runs ~200 times a level and walks the objects alive since start-up in its older generations
+    (``docs/performance-history.md``). Those objects are set aside
     (``gc.freeze``) for the run and given back after it; garbage made during the run is still collected."""
-    if GC_THRESHOLD is None:  # the benchmark's variant as before
-        yield
-        return
     saved, ours = gc.get_threshold(), gc.get_freeze_count() == 0  # a caller's own frozen objects stay frozen
     if ours:
         gc.freeze()

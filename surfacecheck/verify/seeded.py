@@ -1,5 +1,5 @@
 """Variant provider: registers the seeded bugs of the checkout's ``tests/seeded_bugs`` as
-``embedded:<bug>`` runtimes (issue 4 point 6), so ``verify``, ``replay`` and reproducers can name them.
+``embedded:<bug>`` runtimes, so ``verify``, ``replay`` and reproducers can name them.
 
 The bugs live in the test tree, not in the package; when the checkout has no test tree (an
 installed wheel) nothing is registered and ``embedded:<bug>`` is an unknown variant.

@@ -1,5 +1,5 @@
 """The ``verify`` stage of ``surfacecheck check``: the lockstep machines under the ``ci`` profile
-(fixed seed, bounded) at every level the runtime supports, regression folder first (issue 4 point 5).
+(fixed seed, bounded) at every level the runtime supports, regression folder first.
 
 Traces go to ``<report dir>/traces``; ``check`` never writes into the committed regression folder.
 """

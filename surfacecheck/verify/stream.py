@@ -1,4 +1,4 @@
-"""The example stream of a verify run depends on its seed alone (issue 19 part 2).
+"""The example stream of a verify run depends on its seed alone.
 
 Hypothesis (6.13x on) mixes constants read from the source of every *local* module loaded so far into its
 integer and text choices (``providers._get_local_constants``): a verify run's examples then changed with any

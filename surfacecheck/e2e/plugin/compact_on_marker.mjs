@@ -1,4 +1,4 @@
-// surfacecheck test plugin (issue 8): run the shipped `/compact` command when the agent goes idle
+// surfacecheck test plugin: run the shipped `/compact` command when the agent goes idle
 // after an assistant reply carrying the marker. Loaded through the cordis config (a local module row);
 // needs the `commands` row and `command-compact` (which registers /compact over ctx.compaction).
 // The SDK's JSON-RPC server has no command surface in dsh 0.1.1-rc.1, so this is the only way to

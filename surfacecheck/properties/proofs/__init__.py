@@ -1,4 +1,4 @@
-"""Z3 proof obligations over the reference model, each with negative controls (issue 5).
+"""Z3 proof obligations over the reference model, each with negative controls.
 
 ``OBLIGATIONS`` lists them in issue order; :func:`run_obligations` runs a selection at a bound and
 writes every counterexample trace. Each module states its rule and cites its spec section:

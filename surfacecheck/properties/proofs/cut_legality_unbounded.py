@@ -1,4 +1,4 @@
-"""Obligation 1 for surfaces of any length: cut-legality by inductive invariants (spec 7, 3; issue 20).
+"""Obligation 1 for surfaces of any length: cut-legality by inductive invariants (spec 7, 3).
 
 The model's ``select_compactable_range`` is run symbolically over an :class:`~.unbounded.UnboundedSurface`
 (symbolic length, kinds, calls and prices) and a symbolic budget. Its three walks — retention, the

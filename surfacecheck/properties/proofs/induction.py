@@ -1,4 +1,4 @@
-"""Proofs for surfaces of any length: the model's walks summarized by inductive invariants (issue 20).
+"""Proofs for surfaces of any length: the model's walks summarized by inductive invariants.
 
 The model writes each of its loops as a :class:`model.walk.Walk` (a start, a guard, a step). Here a
 surface of *symbolic* length is a :class:`SymSeq` (its length a Z3 integer, its elements Z3 functions of

@@ -1,4 +1,4 @@
-"""What a proof obligation is and what it reports (issue 5 output format).
+"""What a proof obligation is and what it reports (the output format of ``prove``).
 
 An :class:`Obligation` has a name, the seed/spec section it states, and ``run(bound)`` returning
 :class:`ObligationResult`: status ``proved`` / ``refuted`` / ``unknown``, the bound (or
@@ -52,7 +52,7 @@ class ControlResult:
     replayed: bool | None = None
     replay_message: str = ""
     seconds: float = 0.0
-    unbounded: dict | None = None  # how the unbounded proof failed on this variant (issue 20)
+    unbounded: dict | None = None  # how the unbounded proof failed on this variant
 
     @property
     def ok(self) -> bool:

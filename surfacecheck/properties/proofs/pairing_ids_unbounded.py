@@ -1,4 +1,4 @@
-"""Obligation 2 for surfaces of any length: pairing-ids by induction over the cuts (spec 3; issue 20).
+"""Obligation 2 for surfaces of any length: pairing-ids by induction over the cuts (spec 3).
 
 The model's ``fold_cuts`` is run over an :class:`~.unbounded.UnboundedSurface` with its pairing fold
 summarized by the fold's invariant: cut c is count-balanced exactly when ``D(c) = 0``, where ``D`` sums

@@ -1,4 +1,4 @@
-"""A surface of any length, and the invariants of the model's three walks over it (spec 3, 7; issue 20).
+"""A surface of any length, and the invariants of the model's three walks over it (spec 3, 7).
 
 :class:`UnboundedSurface` has a symbolic length ``n`` and, per position, a kind, a tool-call count, a
 price and a pairing delta (Z3 functions), with the prefix price ``P`` and prefix open-call count ``D``

@@ -1,5 +1,5 @@
-"""Hypothesis stateful machines, one per protocol level, each run in lockstep with the model
-(issue 4 point 3): ``log`` (:mod:`.log`), ``compaction`` (:mod:`.compaction`), ``policy`` (:mod:`.policy`)."""
+"""Hypothesis stateful machines, one per protocol level, each run in lockstep with the model:
+``log`` (:mod:`.log`), ``compaction`` (:mod:`.compaction`), ``policy`` (:mod:`.policy`)."""
 from __future__ import annotations
 
 from .log import LogMachine

@@ -6,7 +6,7 @@ Over a pipe (a :class:`~surfacecheck.runtime.client.ProcessRuntime`, e.g. ``--ru
 one round trip; the queries are read-only, so they are sent together with the step (``call_many``: one write,
 the answers read in order) instead of one request waiting for the last answer. The lockstep still reads the
 answers one at a time and stops at the first divergence, so it reports what the one-by-one calls reported.
-A runtime without ``call_many`` (in process) is asked on demand, exactly as before.
+A runtime without ``call_many`` (in process) is asked on demand, one request at a time.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What every lockstep machine shares: the run context (runtimes, counters, the failing trace) and
-the machine base that turns each rule into one protocol step run in lockstep (issue 4 point 3).
+the machine base that turns each rule into one protocol step run in lockstep.
 
 One :class:`RunContext` serves a whole Hypothesis run: the runtime under test is opened once and
 ``reset`` at the start of each example (a ``cmd:`` child is spawned once). A violation raises
@@ -58,7 +58,6 @@ class RunContext:
     operations: dict = field(default_factory=dict)  # transition coverage: "op" / "append <event type>" -> steps
     extra: dict = field(default_factory=dict)
     record: list | None = None  # when a list: every example's steps, appended as the example ends (mutate's gate)
-    fast: bool = True  # False: the lockstep and the oracle questions as before issue 4 part 2 (the benchmark's loser)
 
     @property
     def oracle(self) -> Runtime:
@@ -74,7 +73,7 @@ class LockstepMachine(RuleBasedStateMachine):
     context: RunContext
     level = "log"
     rule_selection: type | None = OneDrawRules
-    """How the next rule is drawn: :class:`OneDrawRules` (one draw per choice, issue 19 part 2), or ``None`` for
+    """How the next rule is drawn: :class:`OneDrawRules` (one draw per choice), or ``None`` for
     Hypothesis's own rule strategy."""
 
     def __init__(self) -> None:
@@ -87,8 +86,7 @@ class LockstepMachine(RuleBasedStateMachine):
         ctx.examples += 1
         if ctx.progress is not None:
             ctx.progress.update(1)
-        self.lockstep = Lockstep(ctx.runtime, ctx.reference, monitors=[lookup(n).factory() for n in ctx.monitors],
-                                 fast=ctx.fast)
+        self.lockstep = Lockstep(ctx.runtime, ctx.reference, monitors=[lookup(n).factory() for n in ctx.monitors])
         self.events: dict[int, dict] = {}  # seq -> event JSON of what this machine appended
         self.surface_size = 0  # nodes on the oracle's surface after the last step (for preconditions)
         self.counter = 0
@@ -138,7 +136,7 @@ class LockstepMachine(RuleBasedStateMachine):
         """A read-only question to the oracle (not a trace step). In lockstep the oracle is the model, and its
         answers to the state queries after the last step are the ones the lockstep just compared (equal to the
         runtime's): those are reused instead of asked again (a state query changes nothing, spec 2.1, 3, 4.3)."""
-        if not args and self.context.fast and self.context.reference is not None and op in self.lockstep.expected:
+        if not args and self.context.reference is not None and op in self.lockstep.expected:
             return self.lockstep.expected[op]
         try:
             return self.context.oracle.call(op, args or {})

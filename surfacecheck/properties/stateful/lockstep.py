@@ -1,5 +1,5 @@
 """Lockstep: run each protocol request on the runtime under test and on the reference model, and
-report the first divergence of result or state (issue 4 point 3) as a trace :class:`Violation`.
+report the first divergence of result or state as a trace :class:`Violation`.
 
 After every step the two runtimes are asked the read-only state queries of level ``log`` —
 ``surface`` (nodes and replaceGeneration, spec 2.1), ``cuts`` (the N+1 tool-pairing cuts, spec 3),
@@ -24,8 +24,8 @@ STATE_QUERIES = ("surface", "cuts", "measure", "projection")
 OBSERVABILITY = ("projection", {"usage": True, "breakdown": True})
 """The observability surfaces beside the pressure total (spec 5.2): the cumulative ``tokenUsage`` and the
 ``contextBreakdown`` composition, compared after the state queries (``lockstep-usage``, ``lockstep-breakdown``).
-Found by ``surfacecheck mutate`` (issue 16): before, no lockstep comparison read either, and mutants of dsh's
-usage fold and of its breakdown unit survived the whole gate."""
+Without them, ``surfacecheck mutate``'s mutants of dsh's usage fold and of its breakdown unit survive the whole
+gate."""
 OBSERVED_PARTS = (("usage", "token usage"), ("breakdown", "context breakdown"))
 _OBSERVABILITY_KEY = f"{OBSERVABILITY[0]}:{sorted(OBSERVABILITY[1].items())!r}"  # StepQuery's keys for the two
 _USAGE_KEY = f"{OBSERVABILITY[0]}:{sorted({'usage': True}.items())!r}"
@@ -42,8 +42,8 @@ def is_lockstep_property(name: str) -> bool:
 ERROR_KEYS = ("error", "failure")
 MESSAGE_RULES = frozenset({"compaction-config", "pruner-config"})
 """Refusals whose message is compared too: every configuration check dsh runs (spec 9.1, the pruner's spec 6)
-refuses under one rule, so only the message tells which check fired; the model carries dsh's texts. Found by
-``surfacecheck mutate`` (issue 16): mutants that swap or loosen one of ``resolveConfig``'s checks survived."""
+refuses under one rule, so only the message tells which check fired; the model carries dsh's texts. Without
+it, ``surfacecheck mutate``'s mutants that swap or loosen one of ``resolveConfig``'s checks survive."""
 
 
 def normalize(value: Any) -> Any:
@@ -119,8 +119,7 @@ class Lockstep:
     """
 
     def __init__(self, runtime: Runtime, reference: Runtime | None = None, *,
-                 monitors: Iterable = (), state_queries: tuple[str, ...] = STATE_QUERIES, prefer: str | None = None,
-                 fast: bool = True):
+                 monitors: Iterable = (), state_queries: tuple[str, ...] = STATE_QUERIES, prefer: str | None = None):
         self.runtime = runtime
         self.reference = reference
         self.monitors = list(monitors)
@@ -129,9 +128,8 @@ class Lockstep:
         self.steps: list[Step] = []
         self.violation: Violation | None = None
         self.logged = 0  # events of the log compared so far (lockstep-log)
-        self.fast = fast  # False: the comparison path before issue 4 part 2 (no shortcut, one request at a time)
         self.expected: dict[str, dict] = {}  # the reference's state answers after the last step, once equal
-        self._many = getattr(runtime, "call_many", None) if fast else None  # a pipelining runtime's batch call
+        self._many = getattr(runtime, "call_many", None)  # a pipelining runtime's batch call
         queries = [(op, {}) for op in state_queries] + ([OBSERVABILITY] if "projection" in state_queries else [])
         self._state_requests = tuple(queries)  # read-only questions with constant arguments (see _requests)
 
@@ -150,7 +148,7 @@ class Lockstep:
             expected = call_runtime(self.reference, step.op, step.args)
             if "__crash__" in expected:
                 raise RuntimeError(f"reference model crashed on step {number} {step.op}: {expected['__crash__']}")
-            violation = None if self.fast and expected == observed else \
+            violation = None if expected == observed else \
                 self._compare(f"{LOCKSTEP_PREFIX}result", number, f"{step.op} result", expected, observed)
             if step.op == "reset":
                 self.logged = 0
@@ -193,7 +191,7 @@ class Lockstep:
             if "__crash__" in observed:
                 return Violation(RUNTIME_EXCEPTION, f"{op} query raised {observed['__crash__']}", number,
                                  None, observed["__crash__"]), seen
-            if not (self.fast and expected == observed):  # equal as sent: equal as compared (see _compare)
+            if expected != observed:  # equal as sent: equal as compared (see _compare)
                 name = op
                 if op == "surface" and not is_error(expected) and not is_error(observed) \
                         and expected.get("nodes") == observed.get("nodes"):
@@ -213,7 +211,7 @@ class Lockstep:
                                  number, None, observed["__crash__"]), seen
             seen[_OBSERVABILITY_KEY] = observed  # StepQuery's key: a monitor asking gets this answer (or its usage part)
             for part, what in OBSERVED_PARTS:
-                if self.fast and expected.get(part) == observed.get(part):
+                if expected.get(part) == observed.get(part):
                     continue
                 violation = self._compare(f"{LOCKSTEP_PREFIX}{part}", number, f"state {what} after the step",
                                           {part: expected.get(part)}, {part: observed.get(part)})
@@ -225,8 +223,8 @@ class Lockstep:
 
     def _compare_log(self, number: int, observe: Callable[[], dict]) -> Violation | None:
         """The events the step wrote, as written (spec 1.1): not only their types (``appended``) but their data —
-        the summary, its span and price, usage, the checkpoint text, the command records. Found by ``surfacecheck
-        mutate`` (issue 16): before, nothing read what dsh wrote into its own events."""
+        the summary, its span and price, usage, the checkpoint text, the command records; ``surfacecheck mutate``'s
+        mutants of what dsh writes into its own events are caught here."""
         expected, observed = call_runtime(self.reference, "events", {"from": self.logged}), observe()
         if "__crash__" in observed:
             return Violation(RUNTIME_EXCEPTION, f"events query raised {observed['__crash__']}", number, None,
@@ -234,7 +232,7 @@ class Lockstep:
         written = expected.get("events") or []
         self.logged += len(written)
         observed_events = observed.get("events") or []
-        if self.fast and written == observed_events:
+        if written == observed_events:
             return None  # equal as written, so equal as compared (events_as_compared is a function of the answer)
         a, b = events_as_compared({"events": written}), events_as_compared({"events": observed_events})
         return _compare(f"{LOCKSTEP_PREFIX}log", number, "the events the step wrote", a, b)
@@ -242,7 +240,7 @@ class Lockstep:
     def _compare(self, prop: str, number: int, what: str, expected: dict, observed: dict) -> Violation | None:
         """:func:`_compare`, after a shortcut: two answers equal as sent are equal as compared (``normalize`` is a
         function of the answer), so the walk runs only when they differ, and then it is the same walk."""
-        if self.fast and expected == observed:
+        if expected == observed:
             return None
         return _compare(prop, number, what, expected, observed)
 

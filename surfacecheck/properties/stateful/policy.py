@@ -29,8 +29,8 @@ policies = st.builds(
 # with values on both sides of each rule (ratios in (0, 1], non-negative and positive integers, the mutually
 # exclusive retention, the summarization pair, model policies: shape, keys, duplicates, their own retention) and
 # a few of the wrong type. Most are refused; the refusal (rule and dsh's message) is compared with the model's.
-# Found by `surfacecheck mutate` (issue 16): before, every policy the machine drew was valid, and mutants that
-# loosen or drop any of dsh's config checks survived the whole gate.
+# Invalid policies are drawn on purpose: with valid ones only, `surfacecheck mutate`'s mutants that loosen or
+# drop any of dsh's config checks survive the whole gate.
 _RATIOS = (0.16, 0.5, 0.8, 0.99, 1, 0, -0.25, 1.5, "0.8", None, True)
 _COUNTS = (0, 1, 3, 50, 512, -1, 2.5, "2", None)
 _TEXTS = ("", "prov", "mod", 7, None)

@@ -1,9 +1,9 @@
-"""How a lockstep machine picks its next rule: one draw among the rules that may run now (issue 19 part 2).
+"""How a lockstep machine picks its next rule: one draw among the rules that may run now.
 
 Hypothesis's own rule strategy draws a rule index, asks its swarm feature flags about it (one more draw per
 rule looked at) and retries when the rule's precondition is false or its flag is off: about seven choices per
 rule, before any argument. Here a step is one integer over the rules whose bundles hold values and whose
-preconditions are true (in Hypothesis's rule order); arguments are drawn as before.
+preconditions are true (in Hypothesis's rule order); the arguments are the ones Hypothesis would draw.
 
 No swarm: measured at seeds 1-10 on the slowest seeded bugs, turning rules off per example (Hypothesis's
 feature flags, emulated with one rate per example) found fewer of them within the ci budget (policy level:
@@ -42,9 +42,6 @@ def argument_drawers(rule) -> tuple[tuple[str, Drawer | None], ...]:
 class OneDrawRules(RuleStrategy):
     """:class:`RuleStrategy` with one draw per rule choice; the rules, their order and arguments unchanged."""
 
-    flat_arguments = True
-    """``False``: each argument through ``data.draw`` (a span of its own), as before (benchmark variant)."""
-
     def __init__(self, machine) -> None:
         super().__init__(machine)
         self._drawers: dict[int, tuple] = {}  # id(rule) -> argument_drawers(rule), made on the rule's first draw
@@ -67,8 +64,6 @@ class OneDrawRules(RuleStrategy):
         if not valid:
             return super().do_draw(data)  # Hypothesis's own message: no rule can make progress
         rule = valid[data.draw_integer(0, len(valid) - 1)]
-        if not self.flat_arguments:
-            return rule, {name: data.draw(strategy) for name, strategy in rule.arguments_strategies.items()}
         drawers = self._drawers.get(id(rule))
         if drawers is None:
             drawers = self._drawers[id(rule)] = argument_drawers(rule)

@@ -2,8 +2,8 @@
 
 The estimator counts UTF-16 units (spec 4.1), so the words mix ASCII, Latin-1, CJK and an astral emoji. A text
 is drawn straight from the choice sequence (:class:`WordTexts`) rather than through ``st.builds`` of two
-``st.integers``: the same two choices, without the three nested draws around them (issue 19 part 2: argument
-draws were the largest Hypothesis cost per step once a rule choice was one draw).
+``st.integers``: the same two choices, without the three nested draws around them (argument draws are the largest
+Hypothesis cost per step when a rule choice is one draw).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ _WORD_OF_BYTE = tuple(WORDS[byte % len(WORDS)] for byte in range(256))
 def words(count: int, seed: int) -> str:
     """``count`` words of :data:`WORDS`, picked by ``seed``: the first ``count`` bytes of SHAKE-128 of the seed, a
     word each. Texts of different seeds are independent (no shared stream: nearby seeds must not give overlapping
-    texts, whose prices would correlate), and one digest costs a third of seeding a ``random.Random`` (issue 19).
+    texts, whose prices would correlate), and one digest costs a third of seeding a ``random.Random``.
     Kept for the last 8,192 (count, seed) pairs: Hypothesis draws the same small seeds again and again (at the CI
     seed, level log asks 2,173 texts of 638 pairs)."""
     return " ".join(map(_WORD_OF_BYTE.__getitem__, hashlib.shake_128(seed.to_bytes(4, "little")).digest(count)))

@@ -1,5 +1,5 @@
 """The embedded runtime (``--runtime embedded``): a second, independent implementation of dsh's
-session log and compaction, built the way a production runtime is (issue 4 point 2).
+session log and compaction, built the way a production runtime is.
 
 It never imports the model's folds (surface, pairing, meter, projection, region, pruner,
 transaction, policy, manual, agent, replay, session): equivalence with the model is what the suite

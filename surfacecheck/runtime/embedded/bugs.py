@@ -1,4 +1,4 @@
-"""Hooks for seeded bugs: one-idea broken variants of the embedded runtime (issue 4 point 6).
+"""Hooks for seeded bugs: one-idea broken variants of the embedded runtime.
 
 A bug is a subclass of one component that overrides one protected method (the override points are
 listed in the package docstring), plugged into an :class:`~.runtime.EmbeddedRuntime` subclass by
