@@ -38,7 +38,6 @@ import pytest
 from surfacecheck.model import meter, projection
 from surfacecheck.model.event import Event
 from surfacecheck.model.frozen import QUICK
-from surfacecheck.properties.invariants import COMPACTION, POLICY, STANDARD
 from surfacecheck.properties.monitors import lookup
 from surfacecheck.properties.stateful import words as stateful_words
 from surfacecheck.properties.stateful import events as ev
@@ -146,7 +145,9 @@ def _random_words(count: int, seed: int) -> str:
 
 def _every_standard_monitor(level: str) -> tuple[str, ...]:
     """Stop 31's monitors: the standard ones on every level, compaction's watchers included on a log run."""
-    return STANDARD + (() if level == "log" else COMPACTION) + (POLICY if level == "policy" else ())
+    if level != "log":
+        return monitors_for(level)
+    return tuple(name for name in monitors_for("compaction") if name != "bracket-order")
 
 
 def _priced_afresh(event) -> int:
