@@ -25,8 +25,8 @@ class Row(NamedTuple):
         return {"id": self.id, "section": self.section, "kind": self.kind, "engines": self.engines}
 
 
-def engine_checks() -> dict[str, dict[str, str]]:
-    """Engine -> {its check's name: the catalogue id it checks}."""
+def engine_checks() -> dict[str, list[tuple[str, str]]]:
+    """Engine -> its checks as ``(check name, catalogue id)``; a check proving two properties appears twice."""
     from surfacecheck.audit.rules import RULES
     from surfacecheck.explore.progress import PROGRESS_PROPERTIES
     from surfacecheck.explore.safety import SAFETY_PROPERTIES
@@ -34,31 +34,32 @@ def engine_checks() -> dict[str, dict[str, str]]:
     from surfacecheck.properties.proofs import PROPERTIES as PROVED, names as obligation_names
 
     monitors = all_monitors()
-    checks: dict[str, dict[str, str]] = {engine: {} for engine in ENGINES}
+    checks: dict[str, list[tuple[str, str]]] = {engine: [] for engine in ENGINES}
     for name, spec in monitors.items():
         if spec.engine != "explore":  # the explorer's replay monitors: its checks below carry their names
-            checks[spec.engine][name] = spec.property.id
+            checks[spec.engine].append((name, spec.property.id))
     for name in SAFETY_PROPERTIES + PROGRESS_PROPERTIES:
-        checks["explore"][name] = monitors[name].property.id if name in monitors else name
-    checks["audit"] = {rule.id: rule.property for rule in RULES.values()}
-    for name in obligation_names():
-        for prop in PROVED.get(name, (name,)):
-            checks["prove"][f"{name} (Z3)" if name in checks["prove"] else name] = prop
+        checks["explore"].append((name, monitors[name].property.id if name in monitors else name))
+    checks["audit"] = [(rule.id, rule.property) for rule in RULES.values()]
+    checks["prove"] += [(name, prop) for name in obligation_names() for prop in PROVED.get(name, (name,))]
     return checks
 
 
 def unmapped() -> list[str]:
     """``engine:check`` for every engine check whose catalogue id is not in the catalogue."""
-    return [f"{engine}:{name}" for engine, checks in engine_checks().items() for name, prop in checks.items()
+    return [f"{engine}:{name}" for engine, checks in engine_checks().items() for name, prop in checks
             if prop not in CATALOGUE]
 
 
 def coverage_table() -> list[Row]:
-    """One row per catalogue property, in catalogue order: which engines check it, under which names."""
+    """One row per catalogue property, in catalogue order: which engines check it, under which names (a prover's
+    monitor and its obligation of the same name are one name)."""
     by_property: dict[str, dict[str, list[str]]] = {}
     for engine, checks in engine_checks().items():
-        for name, prop in checks.items():
-            by_property.setdefault(prop, {}).setdefault(engine, []).append(name)
+        for name, prop in checks:
+            names = by_property.setdefault(prop, {}).setdefault(engine, [])
+            if name not in names:
+                names.append(name)
     rows = []
     for prop in PROPERTIES:
         found = by_property.get(prop.id, {})
