@@ -60,9 +60,9 @@ from .coverage.report import for_check
 from .logcheck import (  # noqa: F401 - re-exported for callers and tests
     SOURCE_SCENARIO,
     SOURCES,
+    LogIssue,
     LogResult,
     Runtime,
-    Violation,
     _log_row,
     _short,
     _summary,
