@@ -56,14 +56,15 @@ from surfacecheck.reports.html_report import write_html
 from surfacecheck.reports.screenshot import PNG_FILE, render as render_png
 from surfacecheck.reports.stage_lines import stage_line
 
+from .catalogue_table import coverage_table
 from .coverage.code import Collector
 from .coverage.report import for_check
 from .logcheck import (  # noqa: F401 - re-exported for callers and tests
     SOURCE_SCENARIO,
     SOURCES,
+    LogIssue,
     LogResult,
     Runtime,
-    Violation,
     _log_row,
     _short,
     _summary,
@@ -150,6 +151,7 @@ def build_report(
         "summary": _summary(results),
         "violations": [asdict(v) for r in results for v in r.violations],
         "logs": logs,
+        "catalogue": [row.to_json() for row in coverage_table()],  # which engine checks each property
     }
 
 

@@ -176,6 +176,14 @@ def build_parser() -> argparse.ArgumentParser:
              "coverage, sometimes-witnesses: coverage.json and Cobertura coverage.xml in the report directory)",
     )
     check.set_defaults(func=_run_check)
+    table = commands.add_parser(
+        "catalogue",
+        help="the property catalogue: every property and the engines that check it",
+        description="Print one row per catalogue property (surfacecheck/core/catalogue.py): its kind and, per engine "
+                    "(verify, audit, explore, prove, findings), whether it checks it (--json: the evaluators' names).",
+    )
+    table.add_argument("--json", action="store_true", help="one JSON document: the rows with each engine's evaluators")
+    table.set_defaults(func=_run_catalogue)
     for module in CAPABILITIES:
         importlib.import_module(f"surfacecheck.{module}.cli").register(commands)
     commands.choices["replay"].set_defaults(func=_replay)
@@ -222,6 +230,17 @@ def _run_check(args: argparse.Namespace) -> int:
         coverage=not args.no_coverage,
         screenshot=args.screenshot,
     )
+
+
+def _run_catalogue(args: argparse.Namespace) -> int:
+    from .catalogue_table import coverage_table, format_table
+
+    rows = coverage_table()
+    if args.json:
+        sys.stdout.write(json.dumps([row.to_json() for row in rows], indent=1) + "\n")
+    else:
+        sys.stdout.write(format_table(rows) + "\n")
+    return EXIT_OK
 
 
 DEBUG_ENV = "SURFACECHECK_DEBUG"

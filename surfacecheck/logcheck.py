@@ -30,7 +30,7 @@ _REPLACEMENT_FIELDS = ("seq", "start", "end", "shadowed_seqs", "logged_shadow_to
 
 
 @dataclass
-class Violation:
+class LogIssue:
     """One failed check on one log; ``rule`` is a stable id, ``seq`` the event it is about."""
 
     log: str
@@ -59,12 +59,12 @@ class LogResult:
     expected_checked: bool = False
     crashed: bool = False
     seconds: float = 0.0
-    violations: list[Violation] = field(default_factory=list)
+    violations: list[LogIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     known: list[dict] = field(default_factory=list)
 
     def violate(self, rule: str, message: str, seq: int | None = None) -> None:
-        self.violations.append(Violation(self.name, rule, message, seq))
+        self.violations.append(LogIssue(self.name, rule, message, seq))
         self.status = "violation"
 
     def inconclusive(self, note: str) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from surfacecheck.properties.invariants import COMPACTION, POLICY, STANDARD
 from surfacecheck.properties.monitors import all_monitors, lookup
+from surfacecheck.verify.runner import monitors_for
 from surfacecheck.properties.promises import PROMISES
 from surfacecheck.findings import cli, registry
 from surfacecheck.findings.run import run_findings
@@ -98,7 +98,7 @@ def test_witness_is_one_minimal_and_matches_its_builder(finding):
 def test_standard_invariants_hold_on_every_witness(finding):
     """The witnesses are dsh's real behaviour: the invariants that encode it keep holding."""
     trace = read_trace(finding.trace_path)
-    monitors = [lookup(n).factory() for n in STANDARD + COMPACTION + POLICY]
+    monitors = [lookup(n).factory() for n in monitors_for("policy")]
     lockstep = Lockstep(ModelRuntime(), None, monitors=monitors)
     for step in trace.steps:
         _, violation = lockstep.run(step)

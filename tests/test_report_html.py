@@ -42,6 +42,10 @@ def test_check_writes_the_page_and_the_coverage_files(checked):
     assert "<script" not in page and not re.search(r'(src|href)="(https?:)?//', page)
     assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="trace"') >= 10  # the findings' witnesses
     assert 'src="data:image/png;base64,' in page  # the bench plot
+    # the property x engine table: spec 10.2's rule with the audit's and the explorer's names for it
+    retry = next(row for row in report["catalogue"] if row["id"] == "overflow-retry-after-progress")
+    assert retry["engines"]["audit"] == "retry-without-progress"
+    assert '<table class="catalogue">' in page and "explore-no-compaction-loop" in page
     # code coverage of the embedded runtime: per file, from coverage.py
     embedded = coverage["code"][0]
     assert embedded["runtime"] == "embedded" and embedded["tool"] == "coverage.py"

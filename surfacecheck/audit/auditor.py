@@ -25,7 +25,7 @@ from surfacecheck.model.replay import BoundedLookup, Replacement
 from surfacecheck.model.surface import Surface, apply_plan
 
 from .brackets import Bracket, Brackets, field, is_compact_source
-from .findings import Finding, finding
+from .findings import AuditIssue, finding
 from .policy_checks import PressureWatch, pressure_spec, select, selection_mismatch
 from .steps import Attempts, RuntimeContext
 from .surface_checks import Pairing, plan_event
@@ -53,10 +53,10 @@ class LogSummary:
 class Auditor:
     """Feed events in log order (`feed`), then `finish()`; findings/replacements go to the callbacks."""
 
-    def __init__(self, policy: RuntimePolicy | None = None, *, on_finding: Callable[[Finding], None] | None = None,
+    def __init__(self, policy: RuntimePolicy | None = None, *, on_finding: Callable[[AuditIssue], None] | None = None,
                  on_replacement: Callable[[Replacement], None] | None = None):
         self.policy = policy or RuntimePolicy()
-        self.findings: list[Finding] = []
+        self.findings: list[AuditIssue] = []
         self.replacements: list[Replacement] = []
         self._on_finding = on_finding or self.findings.append
         self._on_replacement = on_replacement or self.replacements.append
@@ -76,8 +76,8 @@ class Auditor:
         self._last_was_prune_replace = False
         self.context = RuntimeContext()
         self.gap_seen = False
-        self.gap_warning: Finding | None = None
-        self.gap_error: Finding | None = None
+        self.gap_warning: AuditIssue | None = None
+        self.gap_error: AuditIssue | None = None
         self.header_config: dict | None = None
         self.context_window = None
 
@@ -158,7 +158,7 @@ class Auditor:
         for item in found:
             self._emit(item)
 
-    def _pressure_prune(self, event: Event) -> list[Finding]:
+    def _pressure_prune(self, event: Event) -> list[AuditIssue]:
         """A prune outside overflow recovery is pressure's (spec 9.2 steps 5, 8-9)."""
         found = []
         chained = self.previous is not None and self._last_was_prune_replace
@@ -357,5 +357,5 @@ class Auditor:
     def _pricing_ok(self) -> bool:
         return not self.unreadable
 
-    def _emit(self, item: Finding) -> None:
+    def _emit(self, item: AuditIssue) -> None:
         self._on_finding(item)

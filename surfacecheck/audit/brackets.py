@@ -13,7 +13,7 @@ from typing import Any
 
 from surfacecheck.model.event import Event
 
-from .findings import Finding, finding
+from .findings import AuditIssue, finding
 
 UNCHECKED = "unchecked"
 
@@ -63,7 +63,7 @@ class Brackets:
         return [b for b in self.open.values() if self.end_seed is None or b.start_seq > self.end_seed]
 
     # -- the event right after a summary (spec 8.2 step 13, 8.3) ---------------------------------
-    def after_summary(self, event: Event, is_replace: bool) -> tuple[list[Finding], Bracket | None]:
+    def after_summary(self, event: Event, is_replace: bool) -> tuple[list[AuditIssue], Bracket | None]:
         """Check the event after a summary; returns findings and the bracket when it is its checkpoint."""
         bracket, self.awaiting = self.awaiting, None
         if bracket is None:
@@ -88,7 +88,7 @@ class Brackets:
                         f"(one synchronous commit body), observed {event.type}")], None
 
     # -- bracket events ---------------------------------------------------------------------------
-    def start(self, event: Event, bracket: Bracket) -> list[Finding]:
+    def start(self, event: Event, bracket: Bracket) -> list[AuditIssue]:
         found = []
         live = self.live()
         if live:
@@ -100,7 +100,7 @@ class Brackets:
         self.open[id_key(bracket.compaction_id)] = bracket
         return found
 
-    def summary(self, event: Event) -> tuple[list[Finding], Bracket | None]:
+    def summary(self, event: Event) -> tuple[list[AuditIssue], Bracket | None]:
         cid = field(event.data, "compactionId")
         bracket = self.open.get(id_key(cid))
         if bracket is None:
@@ -115,7 +115,7 @@ class Brackets:
         self.awaiting = bracket
         return found, bracket
 
-    def end(self, event: Event) -> list[Finding]:
+    def end(self, event: Event) -> list[AuditIssue]:
         cid = field(event.data, "compactionId")
         bracket = self.open.pop(id_key(cid), None)
         if bracket is None:
@@ -127,7 +127,7 @@ class Brackets:
                                  f"{bracket.start_seq}): expected start, summary, checkpoint, end; observed no {missing}"))
         return found
 
-    def stray_checkpoint(self, event: Event) -> list[Finding]:
+    def stray_checkpoint(self, event: Event) -> list[AuditIssue]:
         """A compact-sourced replace that is not right after a summary (spec 1.8 checkpoint rule, §15 G1)."""
         live = self.live()
         if live:
@@ -140,19 +140,19 @@ class Brackets:
                         "compaction/start; dsh's surface accepts it, the optional compaction invariant would refuse "
                         "it (spec 1.8, §15 G1)")]
 
-    def end_seed_seen(self, event: Event) -> list[Finding]:
+    def end_seed_seen(self, event: Event) -> list[AuditIssue]:
         self.end_seed = event.seq
         found = [self._orphan(b, f"made stale by session/end-seed at seq {event.seq}") for b in self.open.values()]
         self.open.clear()
         return found
 
-    def finish(self) -> list[Finding]:
+    def finish(self) -> list[AuditIssue]:
         found = [self._orphan(b, "still unmatched at the end of the log") for b in self.open.values()]
         self.open.clear()
         return found
 
     # -- helpers ------------------------------------------------------------------------------------
-    def _other_live(self, event: Event, bracket: Bracket) -> list[Finding]:
+    def _other_live(self, event: Event, bracket: Bracket) -> list[AuditIssue]:
         others = [b for b in self.live() if b is not bracket and b.start_seq > bracket.start_seq]
         if not others:
             return []
@@ -162,12 +162,12 @@ class Brackets:
                         "one compaction at a time, observed two open")]
 
     @staticmethod
-    def _unmatched(event: Event, cid: Any) -> Finding:
+    def _unmatched(event: Event, cid: Any) -> AuditIssue:
         return finding("bracket-order", event.seq, f"{event.type} names compaction {cid!r}: expected an open "
                        "compaction/start with that id before its summary and end, observed none")
 
     @staticmethod
-    def _orphan(bracket: Bracket, why: str) -> Finding:
+    def _orphan(bracket: Bracket, why: str) -> AuditIssue:
         return finding("lock-orphaned", bracket.start_seq, f"compaction/start of {bracket.owner} "
                        f"{bracket.compaction_id!r}: expected a matching compaction/end, observed none ({why}); "
                        "crash evidence: the lock stays live until a reload appends session/end-seed (spec 8.3, 1.5)")

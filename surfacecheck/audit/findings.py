@@ -7,8 +7,8 @@ from .rules import rule
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One audit finding (JSON shape ``{rule, severity, seq, message}``); ``known`` is the
+class AuditIssue:
+    """One broken audit rule on one log (JSON shape ``{rule, severity, seq, message}``); ``known`` is the
     registry reason when this finding is a known, spec-explained one (``known_findings.json``)."""
 
     rule: str
@@ -27,7 +27,7 @@ class Finding:
         return out
 
 
-def finding(rule_id: str, seq: int | None, message: str) -> Finding:
+def finding(rule_id: str, seq: int | None, message: str) -> AuditIssue:
     """Build a finding, checking the rule id exists (an unknown id raises KeyError)."""
     rule(rule_id)
-    return Finding(rule_id, seq, message)
+    return AuditIssue(rule_id, seq, message)

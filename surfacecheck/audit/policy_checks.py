@@ -16,7 +16,7 @@ from surfacecheck.model.errors import ModelError
 from surfacecheck.model.region import retention_index
 
 from .brackets import UNCHECKED, Bracket, field
-from .findings import Finding, finding
+from .findings import AuditIssue, finding
 
 
 def pressure_spec(policy: RuntimePolicy, header_config: Any, logged_window: Any) -> tuple[CompactSpec | None, str]:
@@ -47,7 +47,7 @@ def select(nodes: tuple[int, ...], prices: dict[int, int], balanced: list[bool],
     return None if keep == 0 else (nodes[0], nodes[keep - 1])
 
 
-def selection_mismatch(seq: int, bracket: Bracket) -> list[Finding]:
+def selection_mismatch(seq: int, bracket: Bracket) -> list[AuditIssue]:
     """Compare the summary's `shadowedRange` with the selection made at the bracket's start."""
     if bracket.expected == UNCHECKED or bracket.summary_range == bracket.expected:
         return []
@@ -66,7 +66,7 @@ class PressureWatch:
     def step_started(self) -> None:
         self.attempts = 0
 
-    def qualify(self, seq: int, what: str, total: int | None, spec: CompactSpec | None) -> list[Finding]:
+    def qualify(self, seq: int, what: str, total: int | None, spec: CompactSpec | None) -> list[AuditIssue]:
         """Spec 9.2 steps 8/10: pressure prunes or summarizes only at or above the threshold."""
         if spec is None or total is None or total >= spec.threshold_tokens:
             return []
@@ -74,7 +74,7 @@ class PressureWatch:
                         f"threshold {spec.threshold_tokens}, observed {total} tokens (no opportunistic compaction, "
                         "spec 9.2 steps 8 and 10)")]
 
-    def attempt(self, seq: int, spec: CompactSpec | None) -> list[Finding]:
+    def attempt(self, seq: int, spec: CompactSpec | None) -> list[AuditIssue]:
         """Spec 9.2 step 11: at most compactionRetries + 1 summaries per pre-step."""
         self.attempts += 1
         if spec is None or self.attempts <= spec.compaction_retries + 1:

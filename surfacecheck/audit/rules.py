@@ -13,10 +13,17 @@ ERROR, WARNING = "error", "warning"
 
 @dataclass(frozen=True)
 class Rule:
+    """An audit rule: its id, severity, and what breaking it looks like on a log (``spec``, ``meaning``); it checks
+    the catalogue property ``property``."""
+
     id: str
     severity: str
     spec: str
     meaning: str
+
+    @property
+    def property(self) -> str:
+        return CHECKS.get(self.id, self.id)
 
 
 _TABLE = (
@@ -79,6 +86,21 @@ _TABLE = (
     ("runtime-context-gap", WARNING, "12, 15 G2",
      "a request derived while the latest runtime-context snapshot was shadowed (the one-request window)"),
 )
+
+CHECKS = {
+    # audit ids that a committed file or a CI gate pins, and the catalogue property each checks on a log
+    "summary-not-smaller": "summaries-smaller",
+    "retry-without-progress": "overflow-retry-after-progress",
+    "overflow-retries-exceeded": "retries-within-budget",
+    "pressure-attempts-exceeded": "retries-within-budget",
+    "cut-unbalanced": "pairing-balanced-at-replacement-edges",
+    "orphan-tool-result": "explore-no-orphan-tool-result",
+    "projection-drift": "promise-projection-exact",
+    "runtime-context-gap": "promise-runtime-context-never-lost",
+    "tool-result-unknown-call": "promise-pairing-by-id",
+    "message-shape": "promise-log-reloads",
+}
+"""Rule id -> catalogue id where they differ; every other rule's id is its catalogue id."""
 
 RULES: dict[str, Rule] = {row[0]: Rule(*row) for row in _TABLE}
 

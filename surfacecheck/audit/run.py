@@ -17,7 +17,7 @@ from surfacecheck.model.errors import ModelError
 from surfacecheck.model.replay import Replacement
 
 from .auditor import Auditor
-from .findings import Finding, finding
+from .findings import AuditIssue, finding
 from .reader import AuditInputError, AuditStream, log_paths
 from .rules import ERROR, WARNING
 
@@ -70,7 +70,7 @@ class LogAudit:
     surface_nodes: tuple[int, ...]
     generation: int
     replacements: list[Replacement]
-    findings: list[Finding]
+    findings: list[AuditIssue]
     torn_line: int | None = None
     policy: str | None = None
 

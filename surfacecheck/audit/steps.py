@@ -15,7 +15,7 @@ from surfacecheck.model.event import Event
 from surfacecheck.model.runtime_context import NEVER, NONE, RetainedSnapshot, fold_retained, is_owned_snapshot, text_of
 
 from .brackets import field
-from .findings import Finding, finding
+from .findings import AuditIssue, finding
 
 OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
 
@@ -44,7 +44,7 @@ class Attempts:
         self.pending: Overflow | None = None
         self.retries = 0
 
-    def on_event(self, event: Event, generation: int, max_retries) -> tuple[list[Finding], bool]:
+    def on_event(self, event: Event, generation: int, max_retries) -> tuple[list[AuditIssue], bool]:
         """Findings, and whether this event starts a request attempt."""
         data = event.data
         if event.type in ("step/start", "step/end", "turn/end", "turn/start"):
@@ -60,7 +60,7 @@ class Attempts:
             return [], False
         if event.type != "assistant/chunk":
             return [], False
-        found: list[Finding] = []
+        found: list[AuditIssue] = []
         starts = not self.attempt_open
         if starts:
             self.attempt_open = True
@@ -71,7 +71,7 @@ class Attempts:
                 self.pending = Overflow(event.seq, generation, field(data, "turn"), field(data, "step"))
         return found, starts
 
-    def _retry(self, event: Event, generation: int, max_retries) -> list[Finding]:
+    def _retry(self, event: Event, generation: int, max_retries) -> list[AuditIssue]:
         failure, self.pending = self.pending, None
         if failure is None or (field(event.data, "turn"), field(event.data, "step")) != (failure.turn, failure.step):
             return []
@@ -122,7 +122,7 @@ class RuntimeContext:
             else:
                 self.retained = NONE if self.ever_owned else NEVER
 
-    def gap(self, event: Event) -> list[Finding]:
+    def gap(self, event: Event) -> list[AuditIssue]:
         """Spec 12 one-request window (§15 G2): a request while the retained snapshot is shadowed."""
         if self.retained is not NONE:
             return []

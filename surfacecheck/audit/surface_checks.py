@@ -18,7 +18,7 @@ from surfacecheck.model.pairing import event_delta
 from surfacecheck.model.surface import (Surface, SurfacePlan, assert_provenance, assert_tool_result_rewrite, replacement_range,
                            surface_op_of)
 
-from .findings import Finding, finding
+from .findings import AuditIssue, finding
 
 EventAt = Callable[[int], "Event | None"]
 
@@ -52,7 +52,7 @@ class PlannedEvent:
 
     plan: SurfacePlan
     effective: Event
-    findings: tuple[Finding, ...]
+    findings: tuple[AuditIssue, ...]
 
 
 def _op_text(op) -> str:
@@ -61,7 +61,7 @@ def _op_text(op) -> str:
 
 def plan_event(surface: Surface, event: Event, event_at: EventAt) -> PlannedEvent:
     """`planSurfaceEvent` (spec 1.4 steps 2-5) for an event whose seq is already checked."""
-    found: list[Finding] = []
+    found: list[AuditIssue] = []
     seq = event.seq
     try:
         op = surface_op_of(event)
@@ -114,7 +114,7 @@ def _nodes_text(nodes: tuple[int, ...]) -> str:
     return f"[{shown}{', ...' if len(nodes) > 12 else ''}]"
 
 
-def _provenance(event: Event, shadowed: tuple[int, ...]) -> list[Finding]:
+def _provenance(event: Event, shadowed: tuple[int, ...]) -> list[AuditIssue]:
     try:
         assert_provenance(event, shadowed)
     except SurfaceError as exc:
@@ -165,8 +165,8 @@ class Pairing:
             out.append(running == 0)
         return out
 
-    def append(self, event: Event) -> list[Finding]:
-        found: list[Finding] = []
+    def append(self, event: Event) -> list[AuditIssue]:
+        found: list[AuditIssue] = []
         delta = event_delta(event)
         if event.type == "tool/result":
             call = result_call_id(event)

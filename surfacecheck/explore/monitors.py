@@ -30,11 +30,8 @@ def _event(step: Step) -> dict:
     return event if isinstance(event, dict) else {}
 
 
-@register("explore-no-compaction-loop", section="spec 10.2; seed §12", level="policy",
-          description="an overflow retry needs a generation advance; without one the step loops")
+@register("explore-no-compaction-loop", engine="explore", checks="overflow-retry-after-progress")
 class NoCompactionLoop:
-    name = "explore-no-compaction-loop"
-
     def __init__(self) -> None:
         self.generation = 0
 
@@ -50,11 +47,8 @@ class NoCompactionLoop:
         return None
 
 
-@register("explore-pressure-bounded-response", section="spec 9.2-9.3", level="policy",
-          description="a pre-step over the threshold compacts, prunes or records a failure unless nothing is compactable")
+@register("explore-pressure-bounded-response", engine="explore")
 class PressureBoundedResponse:
-    name = "explore-pressure-bounded-response"
-
     def __init__(self) -> None:
         self.total, self.routed = None, False
         self.threshold, self.retain = None, None
@@ -81,16 +75,13 @@ class PressureBoundedResponse:
         return None
 
 
-@register("explore-runtime-context-reemitted", section="spec 12 (one-request window); seed §14", level="policy",
-          description="a runtime-context snapshot missing before a step's pre-step is on the surface by its request")
+@register("explore-runtime-context-reemitted", engine="explore", checks="runtime-context-reemitted")
 class RuntimeContextReemitted:
     """The window is one step: a snapshot shadowed *during* a step's pre-step or overflow recovery may
     be missing from that step's requests (spec 12, §15 G2); one already missing when the pre-step
     starts must be back by the step's request. A ``pre_step {context}`` makes the runtime responsible
     (it writes the snapshot, result ``snapshot``): judged right after that pre-step, against the surface
     as it was when the pre-step began; driver-appended snapshots are judged at the step's first request."""
-
-    name = "explore-runtime-context-reemitted"
 
     def __init__(self) -> None:
         self.snapshots: dict[int, str] = {}
@@ -151,11 +142,8 @@ class RuntimeContextReemitted:
         return None
 
 
-@register("explore-no-orphan-tool-result", section="spec 3", level="compaction",
-          description="the tool-pairing count of the surface never goes below zero (no result without its call)")
+@register("explore-no-orphan-tool-result", engine="explore")
 class NoOrphanToolResult:
-    name = "explore-no-orphan-tool-result"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         cuts = query("cuts", {})
         if isinstance(cuts, dict) and "error" in cuts and cuts["error"].get("rule") == "tool-pairing":
@@ -164,11 +152,8 @@ class NoOrphanToolResult:
         return None
 
 
-@register("explore-model-error", section="spec 9-11 (operations)", level="policy",
-          description="a policy operation the agent may legally request is not refused by the model")
+@register("explore-model-error", engine="explore")
 class ModelErrorFree:
-    name = "explore-model-error"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         if step.op in ("pre_step", "request_error", "manual_compact", "prune", "reload") and isinstance(result, dict) \
                 and "error" in result:

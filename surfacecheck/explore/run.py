@@ -26,7 +26,9 @@ from .world import EVENTS, Bounds, World
 
 
 @dataclass
-class Finding:
+class Counterexample:
+    """The shortest path (and, for progress, its loop) the explorer found breaking ``property``."""
+
     property: str
     kind: str  # safety | progress
     message: str
@@ -46,7 +48,7 @@ class Finding:
                 "simulation_ok": self.simulation_ok}
 
 
-def safety_findings(exp: Exploration) -> list[Finding]:
+def safety_findings(exp: Exploration) -> list[Counterexample]:
     """The shortest counterexample per violated safety property (canonical among equally short ones)."""
     edges: dict[str, dict[int, list]] = {}
     states: dict[str, dict[int, list]] = {}
@@ -74,11 +76,11 @@ def safety_findings(exp: Exploration) -> list[Finding]:
                                  key=lambda item: (exp.edges[item[0]][2], item[0]))
             options.append((exp.labels(path) + [exp.edges[index][2]], message))
         actions, message = min(options)
-        out.append(Finding(prop, "safety", message, actions))
+        out.append(Counterexample(prop, "safety", message, actions))
     return out
 
 
-def progress_findings(exp: Exploration, k: int) -> list[Finding]:
+def progress_findings(exp: Exploration, k: int) -> list[Counterexample]:
     out = []
     for found in check_progress(exp, k):
         closing = []
@@ -86,12 +88,12 @@ def progress_findings(exp: Exploration, k: int) -> list[Finding]:
         if found.property == "explore-runtime-context-reemitted" and end is not None:
             moves = [a for a, _d, _e in exp.world.successors(exp.states[end], bounded=False)]
             closing = [a for a in moves if a.startswith(("reply:A", "overflow:good"))][:1]
-        out.append(Finding(found.property, "progress", found.message, exp.labels(found.prefix),
+        out.append(Counterexample(found.property, "progress", found.message, exp.labels(found.prefix),
                            exp.labels(found.loop), closing))
     return out
 
 
-def write_traces(findings: list[Finding], world: World, trace_dir: Path | None, command: str | None) -> None:
+def write_traces(findings: list[Counterexample], world: World, trace_dir: Path | None, command: str | None) -> None:
     """Concretise each finding through the (variant) model runtime; write its trace when asked."""
     for finding in findings:
         actions = finding.actions + finding.loop + finding.closing

@@ -81,11 +81,8 @@ class _Watcher:
         return Violation(self.name, message, number, expected, observed)
 
 
-@register("generation-counts-replaces", section="spec 2.1; seed §11", level="log",
-          description="replaceGeneration starts at 0, grows by exactly one per replace and never otherwise")
+@register("generation-counts-replaces", engine="verify")
 class GenerationCountsReplaces(_Watcher):
-    name = "generation-counts-replaces"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         before_nodes, before_gen = self.nodes, self.generation
         surface = query("surface", {})
@@ -119,12 +116,8 @@ class GenerationCountsReplaces(_Watcher):
         return None
 
 
-@register("pairing-balanced-at-replacement-edges", section="spec 3, 7; seed §7", level="compaction",
-          description="a runtime-made replacement of a span sits between balanced cuts; a one-node rewrite "
-                      "keeps its edge cuts as they were")
+@register("pairing-balanced-at-replacement-edges", engine="verify")
 class PairingBalancedAtEdges(_Watcher):
-    name = "pairing-balanced-at-replacement-edges"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         before_nodes, before_cuts = self.nodes, self.cuts
         self.remember(query)
@@ -143,11 +136,8 @@ class PairingBalancedAtEdges(_Watcher):
         return None
 
 
-@register("summaries-smaller", section="spec 8.2 steps 9-10 (shrink rule); seed §6, §9", level="compaction",
-          description="every checkpoint the runtime writes is strictly cheaper than the span it shadows")
+@register("summaries-smaller", engine="verify")
 class SummariesSmaller(_Watcher):
-    name = "summaries-smaller"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         before_nodes, before_prices = self.nodes, self.prices
         self.remember(query)
@@ -164,14 +154,11 @@ class SummariesSmaller(_Watcher):
         return None
 
 
-@register("projection-equals-recount", section="spec 5.1, 5.2 (D4); seed §15-16", level="log",
-          description="on a fully metered history the O(1) projection total equals the recount of the surface")
+@register("projection-equals-recount", engine="verify")
 class ProjectionEqualsRecount(_Watcher):
     """Metered: every replace so far consumed an adjacent claim over its exact range whose price was
     the exact recount of the span. Runtime-made replacements are metered by construction (spec 5.1
     "producers guarantee adjacency"), unless a scripted concurrent producer wrote a replace."""
-
-    name = "projection-equals-recount"
 
     def __init__(self) -> None:
         super().__init__()
@@ -233,13 +220,4 @@ def _concurrent_replace(args: dict) -> bool:
     return False
 
 
-STANDARD = ("generation-counts-replaces", "projection-equals-recount", "pairing-balanced-at-replacement-edges",
-            "summaries-smaller")
-"""The invariants every verify and replay run checks (in this order); policy monitors are added at level policy."""
-
-from surfacecheck.properties import policy_invariants as _policy  # noqa: E402  (registers the producer and policy monitors)
-
-POLICY = _policy.POLICY
-
-COMPACTION = ("bracket-order",)
-"""Added from level compaction on."""
+from surfacecheck.properties import policy_invariants as _policy  # noqa: E402,F401  (registers the producer and policy monitors)

@@ -5,8 +5,9 @@ reports the first :class:`~surfacecheck.core.trace.Violation` of its property. T
 the Hypothesis machines (``verify``), the replay of any trace (``replay``), and the concrete
 counterexamples of ``prove`` and ``explore``, so a property means one thing everywhere.
 
-A module that defines monitors registers each under a stable name with :func:`register`; the
-trace header's ``property`` names the monitor that ``replay`` re-checks.
+A module that defines monitors registers each with :func:`register` under the id of the catalogue property it
+checks (:mod:`surfacecheck.core.catalogue`, which holds its section, level and meaning) and the engine whose
+evaluator it is; the trace header's ``property`` names the monitor that ``replay`` re-checks.
 
 ``observe(step, result, query)``: ``step`` is the request just run, ``result`` the runtime's
 answer, and ``query(op, args)`` asks the same runtime a read-only question (``surface``, ``cuts``,
@@ -17,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from surfacecheck.core import catalogue
+from surfacecheck.core.catalogue import Property
 from surfacecheck.core.trace import Step, Violation
 
 Query = Callable[[str, dict], dict]
@@ -31,14 +34,26 @@ class Monitor(Protocol):
 
 @dataclass(frozen=True)
 class MonitorSpec:
-    """A registered property: its name, the spec/seed section it states, the lowest level it
-    needs, a one-line description, and a factory making a fresh monitor for one run."""
+    """A registered monitor: its name (the catalogue id it checks, or an engine-local alias that a trace format
+    pins), the catalogue property, the engine it evaluates for (``verify``, ``findings``, ``explore``,
+    ``prove``), and a factory making a fresh monitor for one run."""
 
     name: str
-    section: str
-    level: str
-    description: str
+    property: Property
+    engine: str
     factory: Callable[[], Monitor]
+
+    @property
+    def section(self) -> str:
+        return self.property.section
+
+    @property
+    def level(self) -> str:
+        return self.property.level
+
+    @property
+    def description(self) -> str:
+        return self.property.meaning
 
 
 _REGISTRY: dict[str, MonitorSpec] = {}
@@ -53,17 +68,29 @@ _PROVIDERS = (
 )
 
 
-def register(name: str, *, section: str, level: str, description: str):
-    """Class or factory decorator: ``@register("projection-equals-recount", section="5.2", ...)``."""
+def register(name: str, *, engine: str, checks: str | None = None):
+    """Class or factory decorator: ``@register("projection-equals-recount", engine="verify")``. ``checks`` names
+    the catalogue property when ``name`` is an engine-local alias (a monitor whose name a trace format pins); an
+    alias may not take another property's id."""
+    prop = catalogue.lookup(checks or name)
+    if checks is not None and name in catalogue.CATALOGUE:
+        raise ValueError(f"monitor {name!r} is a catalogue id; it cannot check {checks!r}")
 
     def wrap(factory: Callable[[], Monitor]):
         existing = _REGISTRY.get(name)
         if existing is not None and existing.factory is not factory:
             raise ValueError(f"monitor {name!r} registered twice")
-        _REGISTRY[name] = MonitorSpec(name, section, level, description, factory)
+        _REGISTRY[name] = MonitorSpec(name, prop, engine, factory)
+        if isinstance(factory, type):
+            factory.name = name  # the violations it reports carry the registered name
         return factory
 
     return wrap
+
+
+def registered_in(module: str) -> tuple[str, ...]:
+    """The monitors ``module`` registers, in registration order (a module's own list, never written out)."""
+    return tuple(name for name, spec in _REGISTRY.items() if spec.factory.__module__ == module)
 
 
 def _load_providers() -> None:
@@ -89,3 +116,12 @@ def lookup(name: str) -> MonitorSpec:
 def all_monitors() -> dict[str, MonitorSpec]:
     _load_providers()
     return dict(_REGISTRY)
+
+
+def evaluators(engine: str) -> dict[str, list[str]]:
+    """Catalogue id -> the names of the monitors ``engine`` checks it with."""
+    out: dict[str, list[str]] = {}
+    for name, spec in all_monitors().items():
+        if spec.engine == engine:
+            out.setdefault(spec.property.id, []).append(name)
+    return out

@@ -16,12 +16,8 @@ def _appended(result) -> list[str] | None:
     return value if isinstance(value, list) else None
 
 
-@register("bracket-order", section="spec 8.2-8.3, 5.1 (adjacency); seed §9", level="compaction",
-          description="compaction/start -> [summary -> checkpoint] -> compaction/end, closed within the op; "
-                      "every compaction/prune is immediately followed by its tool/result rewrite")
+@register("bracket-order", engine="verify")
 class BracketOrder:
-    name = "bracket-order"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         types = _appended(result)
         if step.op not in COMPACTION_OPS or types is None or step.args.get("faults"):
@@ -67,11 +63,8 @@ def bracket_problem(types: list[str]) -> str | None:
     return None
 
 
-@register("overflow-retry-after-progress", section="spec 10.2; seed §12 (S12)", level="policy",
-          description="request_error answers retry only when replaceGeneration advanced")
+@register("overflow-retry-after-progress", engine="verify")
 class OverflowRetryAfterProgress:
-    name = "overflow-retry-after-progress"
-
     def __init__(self) -> None:
         self.generation = 0
 
@@ -88,12 +81,8 @@ class OverflowRetryAfterProgress:
         return None
 
 
-@register("retries-within-budget", section="spec 9.2 step 11, 10.2; seed §1, §12", level="policy",
-          description="at most compactionRetries+1 summaries per pressure check, one per overflow recovery, "
-                      "and at most maxOverflowRetries consecutive overflow retries")
+@register("retries-within-budget", engine="verify")
 class RetriesWithinBudget:
-    name = "retries-within-budget"
-
     def __init__(self) -> None:
         self.compaction_retries = 1
         self.overflow_retries = 1
@@ -150,17 +139,13 @@ def context_text(sections: list) -> str:
     return CONTEXT_HEADER + body if body else ""
 
 
-@register("runtime-context-reemitted", section="spec 12 (one-request window), 13 steps 4-7; seed §14", level="policy",
-          description="a runtime-context snapshot already shadowed (or stale) when a step's pre-step starts is back "
-                      "on the surface by that step's request; one shadowed during the pre-step may miss that request")
+@register("runtime-context-reemitted", engine="verify")
 class RuntimeContextReemitted:
     """Snapshots are owned `user/message`s (plugin `@deepseek-ai/dsh-system-prompt`). A ``pre_step`` with
     ``context`` makes the RUNTIME responsible: the snapshot it writes (``snapshot`` seq) is judged against the
     surface as it was when that pre-step began, so a snapshot shadowed by the pre-step's own compaction may be
     absent from this request (spec 12 one-request window, §15 G2) and must come back at the next pre-step.
     Without ``context`` the driver's own snapshot appends are judged at the step's first request event."""
-
-    name = "runtime-context-reemitted"
 
     def __init__(self) -> None:
         self.snapshots: dict[int, str | None] = {}
@@ -217,5 +202,3 @@ class RuntimeContextReemitted:
                                             "was already shadowed before its pre-step", number, self.wanted, None)
         return None
 
-
-POLICY = ("overflow-retry-after-progress", "retries-within-budget", "runtime-context-reemitted")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from surfacecheck.properties.monitors import register
+from surfacecheck.properties.monitors import register, registered_in
 from surfacecheck.properties.policy_invariants import CLEARED, RUNTIME_CONTEXT_SOURCE, context_text
 from surfacecheck.core.trace import Step, Violation
 
@@ -56,12 +56,8 @@ def _total(query) -> int | None:
     return measure.get("total") if _ok(measure) and isinstance(measure.get("total"), int) else None
 
 
-@register("promise-projection-exact", section="spec 5.1-5.2, D4; §15 G1", level="log",
-          description="PROMISE: the O(1) projection equals the recount of the surface after every event, "
-                      "metered or not (dsh: an unclaimed replace folds with delta 0 and drifts)")
+@register("promise-projection-exact", engine="findings")
 class ProjectionExact:
-    name = "promise-projection-exact"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         projection = query("projection", {})
         total = projection.get("total") if isinstance(projection, dict) else None
@@ -75,12 +71,8 @@ class ProjectionExact:
         return None
 
 
-@register("promise-compaction-progress", section="spec 8.2 steps 9-10, 7; §15 G7", level="compaction",
-          description="PROMISE: the runtime never starts a compaction of a span no summary can shrink "
-                      "(dsh selects spans priced <= 103 tokens and fails 'summary is not smaller')")
+@register("promise-compaction-progress", engine="findings")
 class CompactionProgress:
-    name = "promise-compaction-progress"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         found = _NOT_SMALLER.search(_failure_message(result))
         if found is None or int(found.group(2)) > SHRINK_FLOOR:
@@ -90,12 +82,8 @@ class CompactionProgress:
                          number, f"a span priced > {SHRINK_FLOOR}", int(found.group(2)))
 
 
-@register("promise-cancellation-respected", section="spec 8.2 step 11, 9.2, 10.2; §15 G12", level="compaction",
-          description="PROMISE: an automatic compaction whose signal was aborted while it summarized commits no "
-                      "checkpoint (dsh: owner 'current-turn' never checks the signal)")
+@register("promise-cancellation-respected", engine="findings")
 class CancellationRespected:
-    name = "promise-cancellation-respected"
-
     def __init__(self) -> None:
         self.queue: list[dict] = []
 
@@ -119,12 +107,8 @@ class CancellationRespected:
         return None
 
 
-@register("promise-retry-after-real-progress", section="spec 10.2, 6; §15 G16", level="policy",
-          description="PROMISE: an overflow retry authorized by pruning alone leaves a request that fits the "
-                      "context window (dsh accepts any prune-only generation advance as progress)")
+@register("promise-retry-after-real-progress", engine="findings")
 class RetryAfterRealProgress:
-    name = "promise-retry-after-real-progress"
-
     def __init__(self) -> None:
         self.window: int | None = None
 
@@ -147,12 +131,8 @@ class RetryAfterRealProgress:
         return None
 
 
-@register("promise-pressure-relieved", section="spec 9.2 steps 8-11, 9.4, 4.3; §15 G4, G14", level="policy",
-          description="PROMISE: a pre-step that spends summarizer calls on pressure leaves the session below "
-                      "its threshold (dsh: envelope- or tail-dominated pressure re-summarizes every step)")
+@register("promise-pressure-relieved", engine="findings")
 class PressureRelieved:
-    name = "promise-pressure-relieved"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         if step.op != "pre_step" or not _ok(result) or "compaction/start" not in _appended(result):
             return None
@@ -164,12 +144,8 @@ class PressureRelieved:
         return None
 
 
-@register("promise-runtime-context-never-lost", section="spec 12, 13 steps 4-7; §15 G2", level="policy",
-          description="PROMISE: every step's request carries the current runtime context verbatim (dsh: a "
-                      "snapshot shadowed by that step's own pre-step compaction misses one request)")
+@register("promise-runtime-context-never-lost", engine="findings")
 class RuntimeContextNeverLost:
-    name = "promise-runtime-context-never-lost"
-
     def __init__(self) -> None:
         self.snapshots: dict[int, str | None] = {}
 
@@ -200,12 +176,8 @@ class RuntimeContextNeverLost:
                          max(visible) if visible else None)
 
 
-@register("promise-cancellation-honest", section="spec 8.2 step 11, 11.1-11.2; §15 G11", level="compaction",
-          description="PROMISE: a compaction reported cancelled or aborted committed no checkpoint (dsh: a caller "
-                      "abort during the flush wins although the checkpoint committed and was flushed)")
+@register("promise-cancellation-honest", engine="findings")
 class CancellationHonest:
-    name = "promise-cancellation-honest"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         if step.op not in ("compact", "manual_compact") or not _ok(result):
             return None
@@ -216,12 +188,8 @@ class CancellationHonest:
         return None
 
 
-@register("promise-lock-respected", section="spec 8.1 (durable lock), 10.2; §15 G8", level="compaction",
-          description="PROMISE: nothing is replaced while a compaction bracket is open (dsh: overflow recovery "
-                      "prunes before compactRegion checks the lock)")
+@register("promise-lock-respected", engine="findings")
 class LockRespected:
-    name = "promise-lock-respected"
-
     def __init__(self) -> None:
         self.open = False
 
@@ -243,7 +211,5 @@ class LockRespected:
         return None
 
 
-PROMISES = ("promise-projection-exact", "promise-compaction-progress", "promise-cancellation-respected",
-            "promise-retry-after-real-progress", "promise-pressure-relieved", "promise-runtime-context-never-lost",
-            "promise-cancellation-honest", "promise-lock-respected")
-"""Every promise monitor, in registry order."""
+PROMISES = registered_in(__name__)
+"""Every promise monitor of this module, in registration order."""

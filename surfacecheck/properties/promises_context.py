@@ -7,7 +7,7 @@ read-only ``projection {usage: true}`` query (cumulative `tokenUsage`, spec 5.2)
 """
 from __future__ import annotations
 
-from surfacecheck.properties.monitors import register
+from surfacecheck.properties.monitors import register, registered_in
 from surfacecheck.properties.policy_invariants import CLEARED, RUNTIME_CONTEXT_SOURCE, context_text
 from surfacecheck.properties.promises import _appended, _ok, _scripts
 from surfacecheck.core.trace import Step, Violation
@@ -74,16 +74,11 @@ def _enters(retained: int | None, ever: bool, text: dict, current: str) -> bool:
     return retained is None or text.get(retained) != snapshot
 
 
-@register("promise-context-resume-equals-live", section="seed §14; spec 12 (constructor vs live), 1.5; §15 G3",
-          level="policy",
-          description="PROMISE: a resumed agent projects the same runtime context from a log as a live agent would "
-                      "(dsh: the constructor restores the newest VISIBLE snapshot, the live rule clears on shadowing)")
+@register("promise-context-resume-equals-live", engine="findings")
 class ContextResumeEqualsLive:
     """After a ``reload``, the first ``pre_step {context}`` must decide as the live projection would over the
     same log: live retains the newest snapshot ever entered unless it is shadowed (then none), restore the
     newest still on the surface. The surface before the pre-step is the one seen after the previous step."""
-
-    name = "promise-context-resume-equals-live"
 
     def __init__(self) -> None:
         self.snapshots = _Snapshots()
@@ -119,16 +114,11 @@ class ContextResumeEqualsLive:
                          "snapshot entered" if live else "no snapshot", "snapshot entered" if entered else "no snapshot")
 
 
-@register("promise-runtime-context-one-request", section="seed §14 (one conditional window); spec 12, 10.3; §15 G2",
-          level="policy",
-          description="PROMISE (weak form): every request carries the current runtime context except at most ONE "
-                      "request after it is shadowed (dsh: same-step overflow retries never re-project it)")
+@register("promise-runtime-context-one-request", engine="findings")
 class RuntimeContextOneRequest:
     """Requests are each ``pre_step {context}`` (the step's first request) and each ``request_error`` answered
     ``retry`` (the same step re-sent, spec 10.3). A request carries the context when the newest visible
     snapshot has the current text; two requests in a row without it break the promise."""
-
-    name = "promise-runtime-context-one-request"
 
     def __init__(self) -> None:
         self.snapshots = _Snapshots()
@@ -158,12 +148,8 @@ class RuntimeContextOneRequest:
                          self.missed)
 
 
-@register("promise-log-reloads", section="seed §9-10 (durable log); spec 1.3, 1.5, 1.7; §15 G18", level="policy",
-          description="PROMISE: a log the session accepted live loads again (dsh: append skips the message-shape "
-                      "checks that seed and persistence load apply)")
+@register("promise-log-reloads", engine="findings")
 class LogReloads:
-    name = "promise-log-reloads"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         if step.op != "reload" or not isinstance(result, dict) or not isinstance(result.get("error"), dict):
             return None
@@ -173,14 +159,10 @@ class LogReloads:
                          error.get("rule"))
 
 
-@register("promise-config-errors-reported", section="seed §2; spec 9.1-9.3; §15 G15", level="policy",
-          description="PROMISE: every configuration error the pressure policy meets is reported at least once "
-                      "(dsh: warn-once is keyed by provider/model only, so a second cause stays silent)")
+@register("promise-config-errors-reported", engine="findings")
 class ConfigErrorsReported:
     """A ``pre_step`` answered ``silent`` swallowed its failure; that is fine only when the same failure
     (message) was reported (``warned``) before in this engine instance (a ``reload`` starts a new one)."""
-
-    name = "promise-config-errors-reported"
 
     def __init__(self) -> None:
         self.reported: set[str] = set()
@@ -216,16 +198,11 @@ def _tokens(usage) -> int:
     return 0
 
 
-@register("promise-compaction-usage-accounted", section="seed §15 (usage surface), §10; spec 5.2, 8.2, 8.5; §15 G10",
-          level="compaction",
-          description="PROMISE: a compaction's own model usage is accounted in tokenUsage (dsh: only assistant/chunk "
-                      "and assistant/message usage count; compaction/summary.usage is ignored)")
+@register("promise-compaction-usage-accounted", engine="findings")
 class CompactionUsageAccounted:
     """A step that commits `compaction/summary` events must raise cumulative `tokenUsage` by at least their
     usage: read from a raw append's data, else from the summary scripts the step consumed (each
     `compaction/start` consumes one; the committed summaries come from the text-returning ones)."""
-
-    name = "promise-compaction-usage-accounted"
 
     def __init__(self) -> None:
         self.queue: list[dict] = []
@@ -260,15 +237,11 @@ class CompactionUsageAccounted:
         return sum(spent[:summaries]) if summaries <= len(spent) else 0
 
 
-@register("promise-projection-keeps-accepting", section="seed §16; spec 5.1, 1.3 step 8, 6; §15 G17", level="log",
-          description="PROMISE: the O(1) projection keeps accepting every event the session commits (dsh: a prune "
-                      "claim left armed by a vetoed replacement makes the next replace throw; the cell is stuck)")
+@register("promise-projection-keeps-accepting", engine="findings")
 class ProjectionKeepsAccepting:
     """Judged when the projection first answers a null total. A fold stuck on an event whose message shape
     it cannot read (rule ``message-shape``: a retired or malformed live append) is the input's fault and
     belongs to ``promise-log-reloads`` (§15 G18), not to the projection's liveness."""
-
-    name = "promise-projection-keeps-accepting"
 
     def __init__(self) -> None:
         self.stuck = False
@@ -285,7 +258,5 @@ class ProjectionKeepsAccepting:
                          number, "a projected total", None)
 
 
-PROMISES = ("promise-context-resume-equals-live", "promise-runtime-context-one-request", "promise-log-reloads",
-            "promise-config-errors-reported", "promise-compaction-usage-accounted",
-            "promise-projection-keeps-accepting")
-"""Every promise monitor of this module, in registry order."""
+PROMISES = registered_in(__name__)
+"""Every promise monitor of this module, in registration order."""

@@ -13,7 +13,7 @@ read the header from the appended ``request/header`` events and the node prices 
 from __future__ import annotations
 
 from surfacecheck.properties.invariants import _concurrent_replace, replacements
-from surfacecheck.properties.monitors import register
+from surfacecheck.properties.monitors import register, registered_in
 from surfacecheck.properties.promises import SHRINK_FLOOR, _ok  # the shrink floor (spec 8.2, §15 G7); a result that is no refusal
 from surfacecheck.core.trace import Step, Violation
 
@@ -125,14 +125,10 @@ def unpaired(nodes: list[int], ids: dict) -> tuple[set[str], set[str]]:
     return {c for c, n in pending.items() if n > 0}, orphans
 
 
-@register("promise-pairing-by-id", section="seed §7; spec 3, 6, 7, 8.2", level="compaction",
-          description="PROMISE: no compaction (prune or summary) leaves a tool call unanswered or a tool result "
-                      "orphaned on the surface, judged by call ids (dsh cuts by a count, spec 3)")
+@register("promise-pairing-by-id", engine="findings")
 class PairingById:
     """Ids come from the appended events; a node the runtime wrote is a checkpoint (no ids, spec 8.2 step 13)
     unless it took the place of exactly one tool result in a pruning op (same message, spec 6 step 2)."""
-
-    name = "promise-pairing-by-id"
 
     def __init__(self, appended: bool = False) -> None:
         self.ids: dict[int, tuple] = {}
@@ -178,12 +174,8 @@ class PairingById:
 
 
 # -- projection -----------------------------------------------------------------------------------
-@register("promise-projection-nonnegative", section="seed §15-16; spec 5.1-5.2; §15 G1", level="log",
-          description="PROMISE: the O(1) surface projection (contextBreakdown.messageTokens) never goes below 0 "
-                      "(dsh: an unpriced larger replace, then a claimed compaction of it, drives it negative)")
+@register("promise-projection-nonnegative", engine="findings")
 class ProjectionNonnegative:
-    name = "promise-projection-nonnegative"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         projection = query("projection", {})
         total = projection.get("total") if isinstance(projection, dict) else None
@@ -194,11 +186,8 @@ class ProjectionNonnegative:
 
 
 # -- pressure measurement ---------------------------------------------------------------------------
-@register("promise-measure-conservative", section="seed S4.a-b; spec 4.3, 9.2, 13; §15 G13", level="policy",
-          description="PROMISE: the measurement a pre-step's pressure decision uses is never below the price of "
-                      "the request that step sends (dsh: the entering batch is invisible at pre-step)")
+@register("promise-measure-conservative", engine="findings")
 class MeasureConservative(_Routed):
-    name = "promise-measure-conservative"
     judged = "pre_step"
 
     def check(self, number: int, step: Step, result: dict, query, measured: tuple[int, list[int]]) -> Violation | None:
@@ -276,13 +265,8 @@ class _Anchored:
         return self.check(number, step, result, total, self.anchor.envelope.header_price + sum(prices))
 
 
-@register("promise-measure-tight", section="seed §3; spec 4.2-4.3; §15 G9a", level="log",
-          description="PROMISE: measure() exceeds the price of the request it describes by at most what the "
-                      "provider itself reported beyond the heuristic (dsh: a usage anchor counts the anchor "
-                      "step's entered messages twice)")
+@register("promise-measure-tight", engine="findings")
 class MeasureTight(_Anchored):
-    name = "promise-measure-tight"
-
     def check(self, number: int, step: Step, result: dict, total: int, price: int) -> Violation | None:
         allowed = max(0, self.anchor.excess) if self.anchor.usage is not None else 0
         if total - price > allowed:
@@ -292,12 +276,8 @@ class MeasureTight(_Anchored):
         return None
 
 
-@register("promise-measure-slack-bounded", section="seed §3; spec 4.2-4.3; §15 G9a", level="log",
-          description="the established bound: 0 <= measure() - request price <= max(0, provider excess) + "
-                      "max(0, batch entered in the anchor step before its request) (holds on dsh)")
+@register("promise-measure-slack-bounded", engine="findings")
 class MeasureSlackBounded(_Anchored):
-    name = "promise-measure-slack-bounded"
-
     def __init__(self) -> None:
         super().__init__()
         self.largest = 0  # the largest slack seen (read by the tests to report the observed figure)
@@ -312,12 +292,8 @@ class MeasureSlackBounded(_Anchored):
         return None
 
 
-@register("promise-measure-covers-usage", section="seed §3; spec 4.2-4.3, 10.3; §15 G9b, G19", level="log",
-          description="PROMISE: right after an assistant/message whose provider usage is P, measure() is at least "
-                      "P (dsh: after an in-step overflow compaction the stale stepStart under-counts)")
+@register("promise-measure-covers-usage", engine="findings")
 class MeasureCoversUsage(_Anchored):
-    name = "promise-measure-covers-usage"
-
     def check(self, number: int, step: Step, result: dict, total: int, price: int) -> Violation | None:
         event = _event(step)
         if event.get("type") != "assistant/message" or not _ok(result) \
@@ -332,14 +308,10 @@ class MeasureCoversUsage(_Anchored):
 
 
 # -- progress --------------------------------------------------------------------------------------
-@register("promise-prompt-verbatim", section="seed §12; spec 7, 10.2-10.3, 13; §15 G2b", level="policy",
-          description="PROMISE: a prompt the user just entered reaches the model verbatim in at least one request "
-                      "it answers (dsh: overflow retain-0 may summarize it before any answer)")
+@register("promise-prompt-verbatim", engine="findings")
 class PromptVerbatim:
     """Pending prompts: user-sourced `user/message`s entered (appended or claimed at a pre-step) since the
     last `assistant/message`; a retried request (``request_error`` -> retry) must still carry them."""
-
-    name = "promise-prompt-verbatim"
 
     def __init__(self) -> None:
         self.pending: list[int] = []
@@ -375,11 +347,8 @@ def _user(data: dict) -> bool:
     return source.get("kind") == "user"
 
 
-@register("promise-span-compactable", section="seed §6, §12; spec 7 steps 3-4, 10.2; §15 G5, D12", level="policy",
-          description="PROMISE: when a request overflows, a surface priced above the shrink floor has a "
-                      "compactable range (dsh: the newest node and a lone tool unit are indivisible)")
+@register("promise-span-compactable", engine="findings")
 class SpanCompactable(_Routed):
-    name = "promise-span-compactable"
     judged = "request_error"
 
     def check(self, number: int, step: Step, result: dict, query, measured: tuple[int, list[int]]) -> Violation | None:
@@ -402,12 +371,8 @@ CONSTANT_SLACK = 1.5
 
 
 # -- cost --------------------------------------------------------------------------------------------
-@register("promise-pressure-update-constant", section="seed §16; spec 4.2, 5.1; D4", level="log",
-          description="PROMISE: the pressure update a runtime does per appended event touches O(1) cells "
-                      "(judged on a `bench` answer's ops_per_append at two or more sizes)")
+@register("promise-pressure-update-constant", engine="findings")
 class PressureUpdateConstant:
-    name = "promise-pressure-update-constant"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         ops = result.get("ops_per_append") if step.op == "bench" and isinstance(result, dict) else None
         if not isinstance(ops, dict) or len(ops) < 2:
@@ -421,10 +386,8 @@ class PressureUpdateConstant:
         return None
 
 
-PROMISES = ("promise-pairing-by-id", "promise-projection-nonnegative", "promise-measure-conservative",
-            "promise-measure-tight", "promise-measure-slack-bounded", "promise-measure-covers-usage",
-            "promise-prompt-verbatim", "promise-span-compactable", "promise-pressure-update-constant")
-"""Every monitor of this family."""
+PROMISES = registered_in(__name__)
+"""Every promise monitor of this module, in registration order."""
 HOLDING = ("promise-measure-slack-bounded", "promise-pressure-update-constant")
 """The ones no protocol trace of dsh breaks (no registry entry; each has a negative control in the tests).
 ``promise-pressure-update-constant`` holds for dsh's projection, but dsh's meter fold (``foldSurfaceTokens``)

@@ -112,7 +112,7 @@ def bench_png(summary: dict) -> str | None:
 
 def render(report: dict, coverage: dict | None) -> str:
     """The page as a string (see the module docstring)."""
-    env = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    env = Environment(loader=PackageLoader("surfacecheck.reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
     stages = [{"name": name, "status": row["status"], "word": STATUS_WORD.get(row["status"], row["status"]),
                "seconds": row["seconds"], "line": stage_line(name, row)} for name, row in (report.get("stages") or {}).items()]
     summary = report.get("stages", {})

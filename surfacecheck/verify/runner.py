@@ -21,8 +21,8 @@ from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test
 from tqdm import tqdm
 
-from surfacecheck.properties.invariants import COMPACTION, POLICY, STANDARD
-from surfacecheck.properties.monitors import lookup
+from surfacecheck.core.catalogue import at_level
+from surfacecheck.properties.monitors import evaluators
 from surfacecheck.properties.stateful import MACHINES
 from surfacecheck.properties.stateful.base import LockstepFailure, RunContext, RuntimeGone, bind
 from surfacecheck.core.memory import MemoryLimit, MemoryLimitReached
@@ -78,12 +78,12 @@ class LevelResult:
 
 
 def monitors_for(level: str) -> tuple[str, ...]:
-    """The monitors a run at ``level`` checks: the standard ones, then the compaction and policy ones, each only
-    from the level it needs on (its registered ``level``): a watcher of compaction's replacements can never fire
-    on a log-level run, whose only requests are ``reset`` and ``append``, and would cost every step its call."""
-    extra = () if level == "log" else COMPACTION
-    names = STANDARD + extra + (POLICY if level == "policy" else ())
-    return tuple(name for name in names if LEVELS.index(lookup(name).level) <= LEVELS.index(level))
+    """The monitors a run at ``level`` checks: every catalogue invariant or promise of that level or a lower one
+    that has a verify evaluator, in catalogue order. A property is checked only from the level it needs on: a
+    watcher of compaction's replacements can never fire on a log-level run, whose only requests are ``reset``
+    and ``append``."""
+    verify = evaluators("verify")
+    return tuple(name for prop in at_level(level) for name in verify.get(prop.id, ()))
 
 
 def open_reference(spec: str) -> Runtime | None:

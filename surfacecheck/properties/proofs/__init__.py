@@ -39,6 +39,17 @@ def _obligations() -> tuple[Obligation, ...]:
     )
 
 
+PROPERTIES = {
+    # obligation -> the catalogue properties it proves
+    "cut-legality": ("cut-legality",),
+    "pairing-ids": ("pairing-ids",),
+    "incremental-pairing": ("incremental-pairing",),
+    "generation-progress": ("generation-counts-replaces", "overflow-retry-after-progress"),
+    "projection-equivalence": ("projection-equals-recount",),
+    "smallest-compactable-span": ("smallest-compactable-span",),
+}
+
+
 def obligations() -> tuple[Obligation, ...]:
     return _obligations()
 

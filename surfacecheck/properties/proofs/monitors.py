@@ -61,12 +61,8 @@ def cut_legality_problem(nodes: list[int], balanced: list[bool], prices: list[in
     return None
 
 
-@register("cut-legality", section="spec 7 steps 1-5, spec 3; seed §6-7", level="compaction",
-          description="select_range returns the head-anchored range ending at the nearest balanced cut at or before "
-                      "the retention point, keeping at least one node; null exactly when spec 7 says")
+@register("cut-legality", engine="prove")
 class CutLegality:
-    name = "cut-legality"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         if step.op != "select_range" or not _ok(result):
             return None
@@ -109,7 +105,6 @@ class _EventBook:
 class _PairingIds(_EventBook):
     """Spec 3: a count-balanced cut is id-closed (every call before it answered before it)."""
 
-    name = "pairing-ids"
     require_premise = True
 
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
@@ -139,15 +134,11 @@ class _PairingIds(_EventBook):
         return None
 
 
-register("pairing-ids", section="spec 3; seed §7", level="log",
-         description="when every result answers an earlier open call with a unique id, a count-balanced cut "
-                     "is exactly an id-closed cut")(_PairingIds)
+register("pairing-ids", engine="prove")(_PairingIds)
 
 
-@register("pairing-ids-unpremised", section="spec 3 (Call ids are not matched)", level="log",
-          description="negative control: count-balanced == id-closed on any log, which count-based pairing breaks")
+@register("pairing-ids-unpremised", engine="prove", checks="pairing-ids")
 class PairingIdsUnpremised(_PairingIds):
-    name = "pairing-ids-unpremised"
     require_premise = False
 
 
@@ -158,13 +149,10 @@ def _delta(event: dict) -> int:
     return len(_node_ids(event)[0]) if event.get("type") == "assistant/message" else 0
 
 
-@register("incremental-pairing", section="spec 3 (balanceCache); seed §7", level="log",
-          description="every cuts answer equals the full pairing fold of the current surface from scratch")
+@register("incremental-pairing", engine="prove")
 class IncrementalPairing(_EventBook):
     """Checks only at the run's own ``cuts`` requests: asking for cuts after every step would refresh
     the runtime's cache and hide a cache that is stale after a replace."""
-
-    name = "incremental-pairing"
 
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         self.note(step, result)
@@ -184,12 +172,8 @@ class IncrementalPairing(_EventBook):
         return None
 
 
-@register("projection-drift", section="spec 5.1 (unpriced replace, expiry), §15 G1", level="log",
-          description="the O(1) projection total equals the recount after every step, on any log (negative "
-                      "controls break the fully-metered premise to show the drift)")
+@register("projection-drift", engine="prove", checks="promise-projection-exact")
 class ProjectionDrift:
-    name = "projection-drift"
-
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         projection, measure = query("projection", {}), query("measure", {})
         if not (_ok(measure) and isinstance(projection, dict) and projection.get("total") is not None):
@@ -202,11 +186,8 @@ class ProjectionDrift:
         return None
 
 
-@register("smallest-compactable-span", section="spec 8.2 steps 9-10; seed §8", level="compaction",
-          description="no compact request replaces a span priced 103 tokens or less (the 98-token frame plus the "
-                      "smallest summary block is never smaller)")
+@register("smallest-compactable-span", engine="prove")
 class SmallestCompactableSpan:
-    name = "smallest-compactable-span"
     smallest_frame = 103
 
     def __init__(self) -> None:
@@ -231,12 +212,8 @@ class SmallestCompactableSpan:
         return None
 
 
-@register("overflow-retry-progress", section="spec 10.2; seed §12 (progress is the proof)", level="policy",
-          description="an overflow retry only follows a generation advance, so retries cannot repeat from one "
-                      "state forever (no lasso)")
+@register("overflow-retry-progress", engine="prove", checks="overflow-retry-after-progress")
 class OverflowRetryProgress:
-    name = "overflow-retry-progress"
-
     def __init__(self) -> None:
         self.state: tuple | None = None
         self.retry_states: dict[tuple, int] = {}
