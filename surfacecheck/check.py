@@ -47,6 +47,7 @@ from .corpus import (
     generated_logs,
     session_logs,
 )
+from .options import DEFAULT_RUNTIME
 from .runtime.select import runtime_problem as select_runtime_problem
 from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
 from .stage import INTERRUPT_EXIT, CheckContext, Terminated
@@ -77,7 +78,6 @@ EXIT_VIOLATION = 1
 EXIT_USAGE = 2
 EXIT_INCONCLUSIVE = 3
 
-DEFAULT_RUNTIME = "embedded"
 DEFAULT_REPORT_DIR = Path("reports") / "out"
 REPORT_FILE = "report.json"
 JUNIT_FILE = "junit.xml"

@@ -41,10 +41,9 @@ class NoInterpreter(LookupError):
 
 @dataclass(frozen=True)
 class Layout:
-    """Where one run keeps its folders (see :mod:`.runner`) and what the scripted server is reached by."""
+    """Where one run keeps its folders (see :mod:`.runner`)."""
     run_dir: Path
     dirs: dict
-    base_url: str | None
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,7 @@ def _run(doc: dict, run_dir: Path, *, timeout: float, python: str, isolate: bool
     turns = doc.get("turns", [])
     result_path = run_dir / "driver-result.json"
     session_id = f"surfacecheck-{uuid.uuid4().hex[:12]}"
-    layout = Layout(run_dir=run_dir, dirs=dirs, base_url=None)
+    layout = Layout(run_dir=run_dir, dirs=dirs)
     runtime_env = _runtime_env(dirs, release)
     args = {
         "sdk_kwargs": {**release.driver(doc, layout, {"headroom_tokens": headroom_tokens, "timeout": timeout}),
