@@ -48,6 +48,7 @@ from .core.corpus import (
     generated_logs,
     session_logs,
 )
+from .options import DEFAULT_RUNTIME
 from .runtime.select import runtime_problem as select_runtime_problem
 from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
 from .core.stage import DEFAULT_REPORT_DIR, INTERRUPT_EXIT, CheckContext, Terminated
@@ -80,7 +81,6 @@ EXIT_VIOLATION = Verdict.VIOLATION.exit_code
 EXIT_USAGE = Verdict.BAD_INPUT.exit_code
 EXIT_INCONCLUSIVE = Verdict.INCONCLUSIVE.exit_code
 
-DEFAULT_RUNTIME = "embedded"
 REPORT_FILE = "report.json"
 JUNIT_FILE = "junit.xml"
 REPORT_SCHEMA = "surfacecheck-report/1"

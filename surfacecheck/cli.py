@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from .core.verdict import INTERRUPT_EXIT, Verdict
 from . import __version__
-from .core.argtypes import positive_seconds, writable_dir
 from .check import (
     DEFAULT_REPORT_DIR,
     DEFAULT_RUNTIME,
@@ -22,9 +21,9 @@ from .check import (
     JUNIT_FILE,
     REPORT_FILE,
     run_check,
-    runtime_problem,
 )
 from .core.corpus import ENV_VAR
+from .options import add_common
 from .stages import ALL_STAGES
 
 EXIT_CODES = f"""\
@@ -84,13 +83,6 @@ The corpus is --corpus DIR, else ${ENV_VAR}, else <checkout>/../shared/corpus; i
 found only the scenario logs are checked."""
 
 
-def _runtime(value: str) -> str:
-    problem = runtime_problem(value)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return value
-
-
 class Parser(argparse.ArgumentParser):
     """argparse, keeping the ``--json`` promise on usage errors too: with ``--json`` among the arguments, a
     refused option still prints exactly one JSON document on stdout (then usage and reason on stderr, exit 2).
@@ -123,21 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check.add_argument(
-        "--runtime",
-        type=_runtime,
-        default=DEFAULT_RUNTIME,
-        metavar="RUNTIME",
-        help="what to check: embedded (default), model or cmd:COMMAND",
-    )
-    check.add_argument("--json", action="store_true", help="print exactly one JSON document (the report) on stdout")
-    check.add_argument(
-        "--report-dir",
-        metavar="DIR",
-        type=writable_dir,
-        default=str(DEFAULT_REPORT_DIR),
-        help=f"where to write {REPORT_FILE} and {JUNIT_FILE} (default: %(default)s, created if needed)",
-    )
+    add_common(check, runtime=DEFAULT_RUNTIME, timeout=10.0, report_dir=str(DEFAULT_REPORT_DIR),
+               timeout_note="in any stage; bench's one long request keeps its own bound",
+               reports=f"{REPORT_FILE}, {JUNIT_FILE}")
     check.add_argument(
         "--corpus",
         metavar="DIR",
@@ -160,11 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--skip", metavar="STAGES", type=_stage_list, default=(),
         help="skip these stages, comma-separated (e.g. --skip bench,explore)",
-    )
-    check.add_argument(
-        "--timeout", type=positive_seconds, default=10.0, metavar="S",
-        help="seconds one call to a cmd: runtime may take in any stage before the runtime is declared hung, killed "
-             "and the stage reported inconclusive (default: %(default)s; bench's one long request keeps its own bound)",
     )
     check.add_argument(
         "--screenshot", action="store_true",

@@ -16,7 +16,9 @@ from types import SimpleNamespace
 import pytest
 
 from surfacecheck.e2e import drift as d
-from surfacecheck.e2e import runner_v2 as r2
+from surfacecheck.e2e import drift_run as r2
+from surfacecheck.e2e import release as rel
+from surfacecheck.e2e.runner import NoPython, RuntimeNotInstalled, run_script
 from surfacecheck.e2e import wire_anthropic as wa
 from surfacecheck.e2e.server import CONTROL_PATH
 
@@ -118,16 +120,36 @@ def test_server_reports_an_exhausted_turn():
 
 # -- adapter choice and the 0.2.x config overlay ----------------------------------------------------------------
 
-@pytest.mark.parametrize("version,adapter", [("0.1.1rc1", "v1"), ("0.1.0", "v1"), ("0.2.1rc2", "v2"),
-                                             ("1.0.0", "v2"), (None, None), ("garbage", None)])
-def test_adapter_for(version, adapter):
-    assert r2.adapter_for(version) == adapter
+@pytest.mark.parametrize("version,release", [("0.1.1rc1", "0.1.x"), ("0.1.0", "0.1.x"), ("0.2.1rc2", "0.2.x"),
+                                             ("1.0.0", "0.2.x"), ("0.2.x", "0.2.x"), (None, "0.1.x")])
+def test_a_version_selects_its_release(version, release):
+    assert rel.release(version).name == release
+
+
+def test_an_unknown_release_is_refused():
+    with pytest.raises(KeyError, match="unknown dsh release"):
+        rel.release("garbage")
+
+
+def test_releases_are_immutable_and_name_their_sdk():
+    for name, release in rel.RELEASES.items():
+        assert release.name == name and rel.line_of(release.sdk_version) == name
+        with pytest.raises(AttributeError):
+            release.name = "other"
 
 
 def test_run_for_refuses_a_python_without_the_sdk(tmp_path):
-    with pytest.raises(r2.RuntimeNotInstalled, match="not installed"):
+    with pytest.raises(RuntimeNotInstalled, match="not installed"):
         r2.run_for(SCRIPT, python=str(tmp_path / "no-python"))
-    assert r2.installed_version(str(tmp_path / "no-python")) is None
+    assert rel.installed_version(str(tmp_path / "no-python")) is None
+
+
+def test_the_second_release_without_its_python_names_the_variable(monkeypatch, capsys):
+    monkeypatch.delenv(rel.V2_PYTHON_ENV, raising=False)
+    with pytest.raises(NoPython, match=rel.V2_PYTHON_ENV):
+        run_script(SCRIPT, release="0.2.x")
+    assert r2.main(["--known"]) == 2
+    assert rel.V2_PYTHON_ENV in capsys.readouterr().err
 
 
 def test_run_script_v2_without_a_python_says_what_to_set(monkeypatch):
@@ -140,14 +162,14 @@ def test_run_script_v2_without_a_python_says_what_to_set(monkeypatch):
 
 def test_patch_sets_headroom_only_when_asked():
     config = dict(SCRIPT["config"], pruner={"thresholdChars": 2000, "headChars": 200, "tailChars": 200})
-    rows = {e["id"]: e for e in r2.patch_entries(config)}
+    rows = {e["id"]: e for e in rel.patch_entries(config)}
     assert "headroomTokens" not in rows["compaction-basic"]["config"]
     assert rows["llm-deepseek"]["config"]["models"][0]["contextWindow"] == 16000
     assert rows["tool-result-pruner"]["config"]["thresholdChars"] == 2000
     assert rows["session-log-deepseek"]["config"] == {"enabled": False}
-    small = {e["id"]: e for e in r2.patch_entries(config, headroom_tokens=512)}
+    small = {e["id"]: e for e in rel.patch_entries(config, headroom_tokens=512)}
     assert small["compaction-basic"]["config"]["headroomTokens"] == 512
-    assert '"/x/sessions"' in r2.patch_yaml(r2.patch_entries(config), "/x/sessions")
+    assert '"/x/sessions"' in rel.patch_yaml(rel.patch_entries(config), "/x/sessions")
 
 
 # -- drift classification on recorded facts ---------------------------------------------------------------------
@@ -300,15 +322,15 @@ def test_normalise_renames_only_the_pure_renamings():
 
 # -- one real 0.2.1rc2 run --------------------------------------------------------------------------------------
 
-V2_PYTHON = r2.DEFAULT_V2_PYTHON
+V2_PYTHON = os.environ.get(rel.V2_PYTHON_ENV, "")
 
 
-@pytest.mark.skipif(not (V2_PYTHON and Path(V2_PYTHON).exists()), reason=f"dsh 0.2.1rc2 venv not found at {V2_PYTHON} "
+@pytest.mark.skipif(not V2_PYTHON or not Path(V2_PYTHON).exists(), reason=f"dsh 0.2.1rc2 venv not found at {V2_PYTHON!r} "
                     "(set SURFACECHECK_DSH_V2_PYTHON; CI does not install it: see docs/e2e-drift.md)")
 def test_real_021rc2_headroom_silences_pressure_and_small_headroom_restores_it(tmp_path):
-    default = r2.run_script_v2(r2.PROBE, python=V2_PYTHON, keep_dir=tmp_path / "default", timeout=120)
-    small = r2.run_script_v2(r2.PROBE, python=V2_PYTHON, keep_dir=tmp_path / "small", timeout=120,
-                             headroom_tokens=r2.HEADROOM_SMALL)
+    default = r2.run_v2(r2.PROBE, python=V2_PYTHON, keep_dir=tmp_path / "default", timeout=120)
+    small = r2.run_v2(r2.PROBE, python=V2_PYTHON, keep_dir=tmp_path / "small", timeout=120,
+                      headroom_tokens=r2.HEADROOM_SMALL)
     assert default.version == "0.2.1rc2" and default.log_name == "session.v4.jsonl"
     assert default.header["version"] == 4
     assert {r["path"] for r in default.requests} == {"/v1/messages"} and not default.server_errors

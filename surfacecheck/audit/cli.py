@@ -7,6 +7,8 @@ import sys
 
 from tqdm import tqdm
 
+from surfacecheck.options import add_common
+
 from .format import as_json, human
 from .rules import RULES
 from .run import PolicyError, audit_paths, load_policy
@@ -48,7 +50,7 @@ def register(commands) -> None:
     p = commands.add_parser("audit", help="check real session logs against the model and explain every finding",
                             description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file or a folder of logs")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    add_common(p)
     p.add_argument("--policy", metavar="FILE", help="compaction policy JSON (corpus policies/*.json shape) for every "
                    "log; default: a log's sibling policies/<stem>.json if there is one (the dsh-generated layout), "
                    "else dsh's defaults with the context window the log records")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from surfacecheck.bench.harness import BATCH_EVENTS, DEFAULT_SIZES, EVENTS_PER_APPEND, MAX_FLOOR_FACTOR, MAX_RATIO, batch_for
 from surfacecheck.bench.variants import VARIANTS
-from surfacecheck.core.argtypes import positive_seconds, writable_dir
+from surfacecheck.options import DEFAULT_RUNTIME, add_common
 
 from . import measure
 
@@ -64,15 +64,13 @@ def register(commands) -> None:
     p = commands.add_parser("bench", help="measure the per-append cost of pressure updates and confirm it is O(1)",
                             description=DESCRIPTION, epilog=EPILOG,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runtime", default="embedded", metavar="RUNTIME",
-                   help="embedded (default), model, cmd:COMMAND or BASE:VARIANT (over the protocol's bench op)")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document (the report) on stdout")
+    add_common(p, runtime=DEFAULT_RUNTIME, runtime_note="a child-process runtime over the protocol's bench op",
+               timeout=measure.PROTOCOL_TIMEOUT, timeout_note="here its one bench request (cmd: and dsh runtimes)",
+               report_dir=str(Path("reports") / "out"), reports=f"{REPORT_FILE}, {PLOT_FILE}")
     p.add_argument("--check", action="store_true", help=f"gate: exit 1 unless ratio <= {MAX_RATIO} and cost <= "
                                                           f"{MAX_FLOOR_FACTOR}x bare pricing at the largest size")
     p.add_argument("--sizes", nargs="+", type=_size, default=list(DEFAULT_SIZES), metavar="N",
                    help="surface sizes (default: 1e2 1e3 1e4 1e5 1e6)")
-    p.add_argument("--report-dir", type=writable_dir, default=str(Path("reports") / "out"), metavar="DIR",
-                   help=f"where to write {REPORT_FILE} and {PLOT_FILE} (default: %(default)s)")
     p.add_argument("--variants", nargs="+", metavar="NAME", default=None,
                    help=f"in-process variants to time (default: all for the runtime); known: {', '.join(VARIANTS)}")
     p.add_argument("--gated", metavar="NAME", default=None,
@@ -86,9 +84,6 @@ def register(commands) -> None:
                    help=f"appends timed per size (default: ~{round(BATCH_EVENTS / EVENTS_PER_APPEND)}; "
                         "linear variants fewer)")
     p.add_argument("--seed", type=int, default=0, help="workload seed (default: %(default)s)")
-    p.add_argument("--timeout", type=positive_seconds, default=measure.PROTOCOL_TIMEOUT, metavar="S",
-                   help="for a cmd:/dsh runtime, how long its one bench request may take before the child is killed "
-                        "and the run is inconclusive (default: %(default)g s)")
     p.set_defaults(func=run_bench)
 
 

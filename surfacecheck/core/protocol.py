@@ -77,7 +77,7 @@ class Runtime(Protocol):
     name: str
 
     def hello(self) -> dict[str, Any]:
-        """``{"protocol": PROTOCOL, "name": str, "levels": [...]}``."""
+        """``{"protocol": PROTOCOL, "name": str, "levels": [...], "ops": [...]}``."""
 
     def call(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run one request; a spec-level refusal is a result ``{"error": {...}}``, not an exception."""
@@ -99,6 +99,11 @@ def dispatch(handlers: dict[str, Any], op: str, args: Any) -> dict[str, Any]:
     if not isinstance(args, dict):
         raise ProtocolError("bad-args", "args must be a JSON object")
     return handler(args)
+
+
+def announced_ops(handlers: dict[str, Any], levels: tuple[str, ...] | list[str]) -> list[str]:
+    """The protocol ops a runtime serves at ``levels``, in :data:`OPS` order (``hello``'s ``ops``)."""
+    return [op for level in levels for op in OPS[level] if op in handlers]
 
 
 def bind_level_ops(handlers: dict[str, Any], ops: Any, levels: tuple[str, ...] = ("compaction", "policy")) -> tuple[str, ...]:

@@ -19,10 +19,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from surfacecheck.runtime import registry
+
 from .v8 import FileCoverage, read_dsh_coverage
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON_RUNTIMES = {"embedded": ROOT / "surfacecheck" / "runtime" / "embedded", "model": ROOT / "surfacecheck" / "model"}
+PYTHON_RUNTIMES = registry.with_coverage("coverage.py")  # name -> the package coverage.py measures
 DSH_FILES: dict[str, tuple[str, ...]] = {
     "dsh-session": (),  # the log, the surface fold, replace, repair, packed rows (spec 1, 2)
     "dsh-session-projection": (),
@@ -82,8 +84,8 @@ class Collector:
 
     def __init__(self, runtime: str, folder: Path):
         self.runtime, self.folder = runtime, Path(folder)
-        base = runtime.split(":", 1)[0]  # embedded:<seeded bug> is the embedded runtime with one bug switched on
-        self.python_runtime = base if base in PYTHON_RUNTIMES and not runtime.startswith("cmd:") else None
+        base = registry.base(runtime)  # embedded:<seeded bug> is the embedded runtime with one bug switched on
+        self.python_runtime = base if base in PYTHON_RUNTIMES else None
         self.v8_dir = self.folder / "v8"
         self._cov = None
         self._saved_env: str | None = None

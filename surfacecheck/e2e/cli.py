@@ -8,6 +8,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from surfacecheck.options import add_common
+
 from .run import FOUR_PATHS, INSTALL_HINT, PATHS, SPEC_VERSION, E2EReport, Options, run_scripts
 from surfacecheck.core import cluster
 from surfacecheck.core.argtypes import positive_seconds, writable_dir
@@ -73,7 +75,7 @@ def register(commands) -> None:
                         "release is judged for drift against it, see --python)")
     p.add_argument("--python", default=None, metavar="PY",
                    help="with another --runtime-version: the interpreter whose venv has that SDK (default for 0.2.x: "
-                        "$SURFACECHECK_DSH_V2_PYTHON); the script also runs on 0.1.1rc1 here and every change "
+                        "$SURFACECHECK_DSH_V2_PYTHON; neither: exit 2); the script also runs on 0.1.1rc1 here and every change "
                         "between the two is reported as a drift:<id> finding (exit 1)")
     p.add_argument("--timeout", type=positive_seconds, default=180.0, metavar="S",
                    help="wall-clock limit per script run in seconds (default: %(default)s)")
@@ -90,7 +92,7 @@ def register(commands) -> None:
     p.add_argument("--no-findings", action="store_true",
                    help="do not scan the runtime's logs with the promise monitors (known findings are "
                         "informational; a NEW one exits 1)")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    add_common(p)
     cluster.add_arguments(p, "the scripts (one script per task)")
     p.set_defaults(func=run_dsh_command)
 
@@ -269,6 +271,12 @@ def run_dsh_command(args) -> int:
     command = "surfacecheck " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["e2e"] else "surfacecheck e2e dsh"
     network = {k: True for k, on in (("isolate_network", args.isolate_network), ("trace_connect", args.trace_connect)) if on}
     network["stall_timeout"] = args.stall
+    from .release import NoInterpreter, release
+
+    try:
+        release(args.runtime_version).interpreter(args.python)
+    except (KeyError, NoInterpreter) as exc:  # an unknown release, or one whose venv is not named
+        return _usage(args, str(exc).strip("'\""))
     options = Options(runtime=args.runtime_version, keep=Path(args.keep) if args.keep else None, python=args.python,
                       network=network,
                       bundle_dir=Path(args.bundle_dir), timeout=args.timeout, err=sys.stderr, command=command,

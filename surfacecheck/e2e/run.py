@@ -342,10 +342,10 @@ def run_one(script, options: Options, source: str = "") -> tuple[ScriptOutcome, 
 
 
 def execute_other(script, *, python: str | None, keep_dir: Path, timeout: float):
-    """Run ``script`` on another release (H8c's ``runner_v2``: 0.2.x SDK arguments and wire)."""
-    from .runner_v2 import DEFAULT_V2_PYTHON, run_script_v2
+    """Run ``script`` on another release (its :mod:`.release` descriptor: 0.2.x SDK arguments and wire)."""
+    from .drift_run import run_v2
 
-    return run_script_v2(script, python=python or DEFAULT_V2_PYTHON, keep_dir=keep_dir, timeout=timeout)
+    return run_v2(script, python=python, keep_dir=keep_dir, timeout=timeout)
 
 
 def drift_one(script, options: Options, outcome: ScriptOutcome, keep_dir: Path) -> ScriptOutcome:

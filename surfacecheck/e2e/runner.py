@@ -1,9 +1,12 @@
-"""Run one conversation script through the real dsh runtime, hermetically (contract ``run_script``).
+"""Run one conversation script through a real dsh release, hermetically (contract ``run_script``).
+
+Every release in :mod:`.release` runs through this one pipeline; the release descriptor only chooses the
+interpreter, the SDK arguments, the wire of the scripted server and the log's shape.
 
 Per run, under one run dir: a fresh ``home/`` (HOME: the executable unpacks native add-ons under
 ``~/.cache/pkg``), ``dsh-home/`` (DSH_HOME: the anonymous id), ``tmp/`` (TMPDIR), ``workspace/`` (cwd of the
 agent and its bash tool) and ``sessions/`` (the session root); ``cordis.json`` (see :mod:`.config`),
-``driver-args.json``, then the collected ``session.jsonl``, ``requests.jsonl`` (the server's record) and
+``driver-args.json`` (0.2.x: ``patch.yml`` instead of the cordis file), then the collected ``session.jsonl``, ``requests.jsonl`` (the server's record) and
 ``runtime-stderr.txt`` (the runtime's logger records, copied to stderr by the test plugin: ``RunResult.runtime_log``).
 The SDK runs in a child process (:mod:`.driver`, run as ``<python> driver.py ARGS``) in its own process
 group; a wall-clock timeout kills the whole group, runtime executable included. Proxies are cleared
@@ -34,7 +37,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from surfacecheck.e2e import config as cordis
-from surfacecheck.e2e.server import COMPACT_MARKER, CONTROL_PATH, MODEL_ID, ScriptedServer, script_json
+from surfacecheck.e2e.release import DEFAULT as DEFAULT_RELEASE, Layout, NoInterpreter, Release, release as release_for
+from surfacecheck.e2e.server import COMPACT_MARKER, CONTROL_PATH, ScriptedServer, script_json
+from surfacecheck.e2e.wire_anthropic import AnthropicScriptedServer
 
 DRIVER = Path(__file__).resolve().parent / "driver.py"
 INSTALL_HINT = "pip install -e '.[dsh]'"
@@ -46,6 +51,10 @@ STDERR_TAIL = 40
 
 class RuntimeNotInstalled(RuntimeError):
     """The dsh SDK (and its runtime executable) cannot be imported by the chosen python: exit 3."""
+
+
+class NoPython(RuntimeNotInstalled, NoInterpreter):
+    """The release's interpreter is named by an environment variable that is unset (the CLI exits 2)."""
 
 
 class RuntimeFailed(RuntimeError):
@@ -67,7 +76,15 @@ class RunResult:
     connects: list[str] | None = None
     isolated: bool = False
     runtime_log: list[str] = field(default_factory=list)
+    header: dict | None = None  # the log's header row, for a release whose log has one (0.2.x)
+    release: str = DEFAULT_RELEASE.name
+    headroom_tokens: int | None = None
     _discard: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def log_name(self) -> str:
+        """The file name the runtime gave its session log (the copy in the run dir keeps it)."""
+        return self.log_path.name
 
     def discard(self) -> None:
         """Delete a temporary run dir now (it goes anyway when the result is collected or at exit)."""
@@ -76,26 +93,37 @@ class RunResult:
 
 
 def run_script(script: Any, *, runtime: str = "0.1.1rc1", keep_dir: str | Path | None = None,
-               timeout: float = DEFAULT_TIMEOUT, python: str = sys.executable, isolate_network: bool = False,
+               timeout: float = DEFAULT_TIMEOUT, python: str | None = None, isolate_network: bool = False,
                trace_connect: bool = False, server: ScriptedServer | None = None,
                on_spawn: Callable[[subprocess.Popen], None] | None = None,
-               sdk_kwargs: dict | None = None, stall_timeout: float = DEFAULT_STALL) -> RunResult:
-    """Run ``script`` (dict or ``Script``) on the installed runtime; raise RuntimeNotInstalled / RuntimeFailed.
+               sdk_kwargs: dict | None = None, stall_timeout: float = DEFAULT_STALL,
+               release: Release | str | None = None, headroom_tokens: int | None = None) -> RunResult:
+    """Run ``script`` (dict or ``Script``) on a dsh release; raise RuntimeNotInstalled / RuntimeFailed.
 
-    ``runtime`` names the SDK version the caller expects (informative: the version actually installed for
-    ``python`` is ``RunResult.version``). ``keep_dir``: the run dir is created there and kept; otherwise a
+    ``release`` (a :class:`Release` or its name) chooses how the SDK is driven; without it, ``runtime`` (the SDK
+    version the caller expects) chooses it. ``python`` is the interpreter whose venv holds that SDK (default: the
+    release's, see :meth:`Release.interpreter`; unset -> :class:`NoPython`); the version actually installed is
+    ``RunResult.version``. ``headroom_tokens`` sets 0.2.x's pressure headroom (None: its default). ``keep_dir``: the run dir is created there and kept; otherwise a
     temporary dir whose homes, workspace and session root are deleted at once, and the rest (``session.jsonl``,
     ``requests.jsonl``, ``script.json``) when the result is collected, at exit, or on ``discard()``. ``server``: a
     prepared :class:`ScriptedServer` (tests use it for ``stop_answering``); ``on_spawn`` is called with the
     driver process once it started (tests kill it). ``sdk_kwargs`` are merged over the
-    ``DeepSeekHarness(...)`` arguments built for 0.1.1rc1 (a ``None`` value removes one), for other SDK versions.
+    ``DeepSeekHarness(...)`` arguments the release builds (a ``None`` value removes one).
     ``timeout`` bounds the whole run; ``stall_timeout`` bounds the time without progress (no model request
     recorded, no turn finished): a hung runtime or a silent server fails after it, not after ``timeout``.
     """
     doc = script_json(script)
-    cordis.resolve(doc.get("config"))  # refuse a config the runtime would hang on, before starting anything
+    chosen = release if isinstance(release, Release) else release_for(release or runtime)
+    try:
+        python = chosen.interpreter(python)
+    except NoInterpreter as exc:
+        raise NoPython(str(exc)) from None
+    if chosen.wire == "openai-chat":
+        cordis.resolve(doc.get("config"))  # refuse a config the runtime would hang on, before starting anything
     if isolate_network and server is not None:
         raise ValueError("isolate_network runs its own server inside the namespace; do not pass server=")
+    if isolate_network and chosen.wire != "openai-chat":
+        raise ValueError(f"isolate_network starts the OpenAI-wire server; dsh {chosen.name} speaks {chosen.wire}")
     if keep_dir is not None:
         run_dir = Path(keep_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -104,7 +132,7 @@ def run_script(script: Any, *, runtime: str = "0.1.1rc1", keep_dir: str | Path |
     try:
         result = _run(doc, run_dir, timeout=timeout, python=python, isolate=isolate_network,
                       trace=trace_connect, server=server, on_spawn=on_spawn, sdk_kwargs=sdk_kwargs,
-                      stall_timeout=stall_timeout)
+                      stall_timeout=stall_timeout, release=chosen, headroom_tokens=headroom_tokens)
     except BaseException:
         if keep_dir is None:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -118,24 +146,24 @@ def run_script(script: Any, *, runtime: str = "0.1.1rc1", keep_dir: str | Path |
 
 def _run(doc: dict, run_dir: Path, *, timeout: float, python: str, isolate: bool, trace: bool,
          server: ScriptedServer | None, on_spawn: Callable | None, sdk_kwargs: dict | None,
-         stall_timeout: float) -> RunResult:
-    dirs = {name: run_dir / name for name in ("home", "dsh-home", "tmp", "workspace", "sessions")}
+         stall_timeout: float, release: Release, headroom_tokens: int | None) -> RunResult:
+    dirs = {name: run_dir / name for name in ("home", "dsh-home", "tmp", "workspace")}
+    dirs["sessions"] = run_dir / release.session_root
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
-    config_path = cordis.write_cordis(run_dir / "cordis.json", doc.get("config"),
-                                      session_root=str(dirs["sessions"]), workspace=str(dirs["workspace"]))
     turns = doc.get("turns", [])
     result_path = run_dir / "driver-result.json"
     session_id = f"surfacecheck-{uuid.uuid4().hex[:12]}"
+    layout = Layout(run_dir=run_dir, dirs=dirs)
+    runtime_env = _runtime_env(dirs, release)
     args = {
-        "sdk_kwargs": {"provider": cordis.PROVIDER, "model": MODEL_ID, "cwd": str(dirs["workspace"]),
-                       "session_root": str(dirs["sessions"]), "cordis": str(config_path), "api_key": "sk-surfacecheck",
-                       "env": _runtime_env(dirs), "request_timeout_seconds": None, "shutdown_timeout_seconds": 2.0},
+        "sdk_kwargs": {**release.driver(doc, layout, {"headroom_tokens": headroom_tokens, "timeout": timeout}),
+                       "env": runtime_env},
         "session_id": session_id, "prompts": [t.get("prompt", "") for t in turns],
         "compact_after": [bool(t.get("compact")) for t in turns], "result_path": str(result_path),
         "compact_wait_seconds": max(2.0, stall_timeout / 2), "marker": COMPACT_MARKER,
     }
-    for key, value in (sdk_kwargs or {}).items():  # another SDK version's arguments (drift runs)
+    for key, value in (sdk_kwargs or {}).items():  # a caller's own arguments over the release's
         if value is None:
             args["sdk_kwargs"].pop(key, None)
         else:
@@ -146,7 +174,7 @@ def _run(doc: dict, run_dir: Path, *, timeout: float, python: str, isolate: bool
         args["base_url_file"] = str(run_dir / "server-url")
         args["record_path"] = str(run_dir / "requests.jsonl")
     else:
-        server = server or ScriptedServer(doc)
+        server = server or _server_class(release)(doc)
         if own_server or server._httpd is None:
             server.start()
         args["sdk_kwargs"]["base_url"] = server.base_url
@@ -168,7 +196,8 @@ def _run(doc: dict, run_dir: Path, *, timeout: float, python: str, isolate: bool
         return count, result_path.stat().st_mtime_ns if result_path.exists() else 0
 
     try:
-        how, code, stderr = _spawn(command, run_dir, timeout, stall_timeout, on_spawn, dirs, progress)
+        how, code, stderr = _spawn(command, run_dir, timeout, stall_timeout, on_spawn, dirs["workspace"],
+                                   _child_env(runtime_env, own_venv=release.python is not None), progress)
     finally:
         if own_server and server is not None:
             server.stop()
@@ -208,32 +237,43 @@ def _run(doc: dict, run_dir: Path, *, timeout: float, python: str, isolate: bool
     log = _find_log(dirs["sessions"], session_id)
     if log is None:
         raise RuntimeFailed(f"runtime finished but wrote no session.jsonl under {dirs['sessions']}{_tail(tail)}")
-    log_path = run_dir / "session.jsonl"
-    shutil.copyfile(log, log_path)
+    log_path = run_dir / log.name
+    if log != log_path:
+        shutil.copyfile(log, log_path)
     events = _read_events(log_path)
+    header = events.pop(0) if release.log_header and events and events[0].get("type") == "session" else None
     connects = _connects(run_dir / "connect.log") if trace else None
     return RunResult(log_path=log_path, events=events, requests=requests, stderr_tail=tail, seconds=seconds,
                      run_dir=run_dir, version=outcome.get("sdk_version"), turns=outcome.get("turns", []),
-                     server_errors=server_errors, connects=connects, isolated=isolate, runtime_log=runtime_log)
+                     server_errors=server_errors, connects=connects, isolated=isolate, runtime_log=runtime_log,
+                     header=header, release=release.name, headroom_tokens=headroom_tokens)
 
 
-def _runtime_env(dirs: dict[str, Path]) -> dict[str, str]:
+def _server_class(release: Release) -> type:
+    """The scripted model endpoint speaking ``release``'s wire (looked up per run: tests replace it)."""
+    return ScriptedServer if release.wire == "openai-chat" else AnthropicScriptedServer
+
+
+def _runtime_env(dirs: dict[str, Path], release: Release = DEFAULT_RELEASE) -> dict[str, str]:
     """Environment overrides for the runtime (the SDK copies the parent's environment, then these)."""
     return {"HOME": str(dirs["home"]), "DSH_HOME": str(dirs["dsh-home"]), "TMPDIR": str(dirs["tmp"]),
             "DSH_TELEMETRY_MODE": "DISABLED", "OTEL_SDK_DISABLED": "true", "DO_NOT_TRACK": "1",
-            "NO_PROXY": "*", "no_proxy": "*"}
+            "NO_PROXY": "*", "no_proxy": "*", **dict(release.runtime_env)}
 
 
-def _child_env(dirs: dict[str, Path]) -> dict[str, str]:
+def _child_env(runtime_env: dict[str, str], *, own_venv: bool) -> dict[str, str]:
+    """The driver's environment: no proxy, no dsh or coverage setting of ours; a release in its own venv also
+    loses this venv's markers, so its interpreter imports only its own SDK."""
+    dropped = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME") if own_venv else ()
     env = {k: v for k, v in os.environ.items()
-           if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "ftp_proxy")
+           if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "ftp_proxy") and k not in dropped
            and not k.startswith(("DEEPSEEK_", "DSH_")) and k != "NODE_V8_COVERAGE"}  # check's coverage is dsh's npm code
-    env.update(_runtime_env(dirs))
+    env.update(runtime_env)
     return env
 
 
 def _spawn(command: list[str], run_dir: Path, timeout: float, stall: float, on_spawn: Callable | None,
-           dirs: dict[str, Path], progress: Callable[[], Any]) -> tuple[str, int | None, str]:
+           cwd: Path, env: dict[str, str], progress: Callable[[], Any]) -> tuple[str, int | None, str]:
     """Run the driver in its own process group; ``(how, exit code, stderr)``, how in exited|timeout|stalled.
 
     ``progress()`` returns a value that changes whenever the run moves on (a model request, a finished
@@ -243,7 +283,7 @@ def _spawn(command: list[str], run_dir: Path, timeout: float, stall: float, on_s
     how, code = "exited", None
     with open(stderr_path, "w", encoding="utf-8") as stderr:
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr,
-                                cwd=str(dirs["workspace"]), env=_child_env(dirs), start_new_session=True)
+                                cwd=str(cwd), env=env, start_new_session=True)
         if on_spawn is not None:
             threading.Thread(target=on_spawn, args=(proc,), daemon=True).start()
         started = last_move = time.monotonic()
@@ -329,8 +369,9 @@ def _requests(server: ScriptedServer | None, run_dir: Path, isolate: bool) -> li
 
 
 def _find_log(root: Path, session_id: str) -> Path | None:
-    """The session log: ``<root>/--<cwd with / as ->--/<sessionId>/session.jsonl`` (facts), found by glob."""
-    logs = sorted(root.rglob("session.jsonl"))
+    """The session log: ``<root>/--<cwd with / as ->--/<sessionId>/session.jsonl`` (0.2.x: ``session.v4.jsonl``),
+    found by glob."""
+    logs = sorted(root.rglob("session*.jsonl"))
     exact = [p for p in logs if p.parent.name == session_id]
     return (exact or logs or [None])[0]
 

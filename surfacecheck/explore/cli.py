@@ -8,6 +8,7 @@ import sys
 from surfacecheck.core import cluster
 from surfacecheck.core.argtypes import writable_dir
 from surfacecheck.core.memory import parse_size
+from surfacecheck.options import add_common
 
 from .world import Bounds
 
@@ -74,7 +75,7 @@ def register(commands) -> None:
                    help="stop before this process's resident memory passes SIZE (512M, 2G, ...): the states found "
                         "are still checked for safety, and the run ends 'incomplete at N states' (exit 3) unless "
                         "one violates (exit 1); default: no bound")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    add_common(p)
     cluster.add_arguments(p, "each level's new cores (their model runs)")
     p.set_defaults(func=main)
 

@@ -6,7 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from surfacecheck.core.argtypes import positive_seconds, writable_dir, writable_file
+from surfacecheck.core.argtypes import writable_dir, writable_file
+from surfacecheck.options import DEFAULT_RUNTIME, add_common
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 DESCRIPTION = """\
@@ -49,13 +50,9 @@ def register(commands) -> None:
     p = commands.add_parser("findings", help="known and new findings about dsh itself (promises it breaks)",
                             description=DESCRIPTION, epilog=EPILOG,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runtime", default="model", metavar="R",
-                   help="also replay the witnesses on R (model, embedded, cmd:COMMAND); default %(default)s")
+    add_common(p, runtime=DEFAULT_RUNTIME, runtime_note="the witnesses are also replayed on it",
+               timeout=DEFAULT_TIMEOUT)
     p.add_argument("--strict", action="store_true", help="exit 1 on known findings too")
-    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S",
-                   help="seconds one call to a cmd: runtime may take before it is declared hung (inconclusive; "
-                        "default: %(default)s)")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.add_argument("--trace-dir", type=writable_dir, metavar="DIR", default=str(Path("reports") / "out" / "traces"),
                    help="where NEW findings' traces go (default %(default)s)")
     p.add_argument("--registry", metavar="FILE", default=None, help="the registry (default properties/findings.json)")

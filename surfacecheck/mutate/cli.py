@@ -8,7 +8,10 @@ import sys
 from pathlib import Path
 
 from surfacecheck.core import cluster
-from surfacecheck.core.argtypes import positive_count, positive_seconds, writable_dir
+from surfacecheck.core.argtypes import positive_count
+
+from surfacecheck.options import DEFAULT_RUNTIME, add_common
+from surfacecheck.runtime.registry import mutable
 
 from .units import STAGES
 
@@ -67,7 +70,9 @@ def register(commands) -> None:
     p = commands.add_parser("mutate", help="mutation testing of the runtime under test: how strong is the gate",
                             description=DESCRIPTION, epilog=EPILOG,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--runtime", choices=("dsh", "embedded"), default="dsh", help="whose code to mutate (default dsh)")
+    add_common(p, runtime=DEFAULT_RUNTIME, runtimes=mutable(), runtime_note="whose code to mutate",
+               timeout=10.0, timeout_note="one call inside the gate",
+               report_dir=None, reports="default: reports/out/mutate-RUNTIME")
     p.add_argument("--files", nargs="+", metavar="GLOB", default=None,
                    help="dsh: PACKAGE/FILE globs (e.g. dsh-compaction-basic/region.js 'dsh-token-meter/*'); "
                         "embedded: module file globs (e.g. 'claims.py'); default: the compaction-relevant files")
@@ -86,16 +91,11 @@ def register(commands) -> None:
                         "on, and a unit whose answers all have the unmutated digests passes in one round trip)")
     p.add_argument("--min-score", type=_percent, default=None, metavar="PERCENT",
                    help="exit 1 when the score is below PERCENT (default: off)")
-    p.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
-                   help="how long one runtime call inside the gate may take before it is declared hung (default 10)")
     p.add_argument("--timeout-factor", type=float, default=2.0, metavar="F",
                    help="a mutant times out after F x its covering units' unmutated time + --timeout-ms (default 2)")
     p.add_argument("--timeout-ms", type=int, default=10000, metavar="MS", help="see --timeout-factor (default 10000)")
     p.add_argument("--corpus", type=Path, default=None, help="corpus directory (default: as check)")
-    p.add_argument("--report-dir", type=writable_dir, default=None, metavar="DIR",
-                   help="where the reports go (default reports/out/mutate-RUNTIME)")
     p.add_argument("--keep-work", action="store_true", help="keep the mutated working copy (its path is printed)")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.add_argument("-v", "--verbose", action="store_true", help="list every survivor")
     cluster.add_arguments(p, "the mutants (--runtime embedded; one mutant per task)")
     p.set_defaults(func=run_mutate)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from surfacecheck.core.cases import Outcome, TestCase
+from surfacecheck.runtime.registry import mutable
 
 from ..core.stage import INCONCLUSIVE, OK, SKIPPED, CheckContext, StageResult
 
@@ -18,8 +19,9 @@ def stage(ctx: CheckContext) -> StageResult:
         why = ("skipped: opt-in (about an hour for dsh's default files on two cores): surfacecheck check --only "
                "mutate, or surfacecheck mutate")
         return StageResult("mutate", SKIPPED, {"skipped": why}, why)
-    if runtime not in ("dsh", "embedded"):
-        why = f"skipped: mutation testing changes the runtime's own code: dsh or embedded, not {ctx.runtime}"
+    if runtime not in mutable():
+        why = (f"skipped: mutation testing changes the runtime's own code: {' or '.join(mutable())}, "
+               f"not {ctx.runtime}")
         return StageResult("mutate", SKIPPED, {"skipped": why}, why)
     from .run import run_dsh
     from .units import STAGES

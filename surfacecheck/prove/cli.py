@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from surfacecheck.core.argtypes import writable_dir
+from surfacecheck.options import add_common
 
 DESCRIPTION = """\
 Prove six obligations about the reference model with Z3, each by running the model's own
@@ -55,7 +56,7 @@ def register(commands) -> None:
                    help="largest surface of the bounded proofs and cross-checks, in nodes (default: %(default)s)")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="run only this obligation (repeatable, or comma-separated)")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    add_common(p)
     p.add_argument("--trace-dir", type=writable_dir, metavar="DIR", default=str(DEFAULT_REPORT_DIR / "traces"),
                    help="where counterexample traces go (default: %(default)s)")
     p.set_defaults(func=main)

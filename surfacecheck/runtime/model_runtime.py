@@ -23,7 +23,7 @@ from surfacecheck.model.projection import ContextBreakdown, SurfaceProjection, T
 from surfacecheck.model.runtime_context import NEVER, fold_retained
 from surfacecheck.model.session import Session, append
 
-from ..core.protocol import PROTOCOL, ProtocolError, dispatch
+from ..core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
 from .codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
 
 
@@ -50,7 +50,8 @@ class ModelRuntime:
 
     # -- runtime interface ------------------------------------------------------------------
     def hello(self) -> dict[str, Any]:
-        return {"protocol": PROTOCOL, "name": self.name, "levels": list(self.levels)}
+        return {"protocol": PROTOCOL, "name": self.name, "levels": list(self.levels),
+                "ops": announced_ops(self._ops, self.levels)}
 
     def call(self, op: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         """Run one request. Spec refusals are results; malformed requests raise :class:`ProtocolError`."""

@@ -95,7 +95,8 @@ ARGS: dict[str, dict] = {
 
 RESULTS: dict[str, dict] = {
     "hello": _obj(("protocol", "name", "levels"), True, protocol={"const": PROTOCOL}, name={"type": "string"},
-                  levels={"type": "array", "minItems": 1, "items": {"enum": list(LEVELS)}}),
+                  levels={"type": "array", "minItems": 1, "items": {"enum": list(LEVELS)}},
+                  ops={"type": "array", "items": {"enum": [op for level in LEVELS for op in OPS[level]]}}),
     "bench": _obj(("ns_per_append",), True, ns_per_append={"type": "object"}),
     "reset": _obj(("generation",), True, generation={"const": 0}),
     "append": _refusable(_obj(("seq", "generation"), seq=NAT, generation=NAT)),

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 from surfacecheck.core import cluster
-from surfacecheck.core.argtypes import positive_seconds, writable_dir
+from surfacecheck.core.argtypes import writable_dir
 from surfacecheck.core.memory import parse_size
 from surfacecheck.core.protocol import LEVELS
-from surfacecheck.runtime.select import DEFAULT_TIMEOUT, runtime_problem
+from surfacecheck.options import DEFAULT_RUNTIME, add_common
+from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 EXITS = """\
 exit codes:
@@ -35,13 +36,6 @@ Replay a counterexample trace (from verify, prove or explore) against a runtime,
 with the model, re-checking the trace's property and the standard invariants."""
 
 
-def _runtime(value: str) -> str:
-    problem = runtime_problem(value)
-    if problem:
-        raise argparse.ArgumentTypeError(problem)
-    return value
-
-
 def register(commands) -> None:
     """Add ``verify`` and ``replay`` to the ``surfacecheck`` parser."""
     from surfacecheck.verify.profiles import PROFILES
@@ -50,15 +44,13 @@ def register(commands) -> None:
                             help="drive a runtime in lockstep with the model under Hypothesis stateful testing",
                             description=VERIFY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
                             epilog=EXITS.format(what="at every level run", still="", unreadable=" (unknown runtime)"))
-    p.add_argument("--runtime", type=_runtime, default="embedded", metavar="RUNTIME",
-                   help="model, embedded (default), cmd:COMMAND, or a variant BASE:VARIANT")
+    add_common(p, runtime=DEFAULT_RUNTIME, timeout=DEFAULT_TIMEOUT)
     p.add_argument("--level", choices=LEVELS, default=None,
                    help="one level only (default: every level the runtime supports)")
     p.add_argument("--profile", choices=sorted(PROFILES), default=None,
                    help="ci (default when CI is set: bounded, fixed seed), dev (default otherwise), deep, "
                         "or smoke (a few seconds)")
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (printed; ci uses a fixed one)")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     p.add_argument("--trace-dir", type=writable_dir, default="reports/out/traces", metavar="DIR",
                    help="where traces go (default: %(default)s)")
     p.add_argument("--regressions", default=None, metavar="DIR",
@@ -67,7 +59,6 @@ def register(commands) -> None:
                         "the shipped properties/regressions are always replayed)")
     p.add_argument("--no-save", action="store_true", help="do not keep new traces in the regression folder")
     p.add_argument("--no-shrink", action="store_true", help="report the first failing example unshrunk (faster)")
-    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
     p.add_argument("--max-memory", type=parse_size, default=None, metavar="SIZE",
                    help="stop before an example would start with this process's resident memory above SIZE (512M, "
                         "2G, ...): the run ends 'incomplete after N examples' (exit 3) unless a violation came first; "
@@ -82,10 +73,7 @@ def register(commands) -> None:
                                                 unreadable=" (unreadable trace, unknown runtime or property)"))
     p.add_argument("trace", metavar="TRACE", help="a trace file (surfacecheck-trace/1 JSON lines), or an e2e bundle "
                    "folder (surfacecheck e2e dsh), whose script is run again on the real runtime")
-    p.add_argument("--runtime", type=_runtime, default=None, metavar="RUNTIME",
-                   help="runtime to replay against (default: the one the trace names)")
-    p.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, help="per-call timeout for cmd: runtimes (s)")
+    add_common(p, runtime=None, runtime_note="default: the one the trace names", timeout=DEFAULT_TIMEOUT)
     p.set_defaults(func=run_replay_command)
 
 

@@ -12,7 +12,7 @@ import { strykerHooks } from './stryker.mjs';
 
 const PROTOCOL = 'surfacecheck-runtime/1';
 const OPS_BY_LEVEL = {
-  log: ['reset', 'append', 'surface', 'cuts', 'measure', 'projection'],
+  log: ['reset', 'append', 'surface', 'cuts', 'measure', 'projection', 'events'],
   compaction: ['select_range', 'prune', 'compact'],
   policy: ['configure', 'pre_step', 'request_error', 'manual_compact', 'reload'],
 };
@@ -58,6 +58,7 @@ async function main() {
     const { op } = request;
     if (op === 'hello') {
       return { protocol: PROTOCOL, name: `dsh ${dsh.versions['@deepseek-ai/dsh-session']}`, levels,
+        ops: levels.flatMap((level) => OPS_BY_LEVEL[level].filter((name) => name in handlers)),
         modules: dsh.modulesDir, versions: dsh.versions };
     }
     const handler = handlers[op];

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from surfacecheck.model.errors import ModelError
 
-from ...core.protocol import PROTOCOL, ProtocolError, dispatch
+from ...core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
 from ..codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
 from .compaction import Compactor
 from .context import ContextRetention
@@ -79,7 +79,8 @@ class EmbeddedRuntime:
 
     # -- runtime interface -------------------------------------------------------------------------
     def hello(self) -> dict[str, Any]:
-        return {"protocol": PROTOCOL, "name": self.name, "levels": list(self.levels)}
+        return {"protocol": PROTOCOL, "name": self.name, "levels": list(self.levels),
+                "ops": announced_ops(self._ops, self.levels)}
 
     def call(self, op: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         return dispatch(self._ops, op, args)

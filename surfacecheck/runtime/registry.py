@@ -1,0 +1,152 @@
+"""Every runtime the suite can drive, by name: how to open it, its levels, its coverage and mutation tools, its help.
+
+The one table every command reads (``--runtime`` choices and help, ``coverage``'s Python sources, ``mutate``'s
+tools, :func:`.select.open_runtime`). Adding a named runtime is one more :class:`Entry` in :data:`ENTRIES`, in
+this file only. Seeded-bug and negative-control variants (``BASE:VARIANT``) are registered at run time by the
+modules in :data:`VARIANT_PROVIDERS` (through :func:`register_variant`) and opened through this registry too.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..core.protocol import LEVELS, Runtime
+
+PACKAGE = Path(__file__).resolve().parents[1]
+ANNOUNCED = ()  # levels: whatever the runtime's hello announces
+
+
+def _import(module: str, name: str) -> Callable[[str, float], Runtime]:
+    return lambda spec, timeout: getattr(importlib.import_module(module), name)()
+
+
+def _dsh_problem(spec: str) -> str | None:
+    return importlib.import_module("surfacecheck.runtime.dsh").spec_problem(spec)
+
+
+def _open_dsh(spec: str, timeout: float) -> Runtime:
+    return importlib.import_module("surfacecheck.runtime.dsh").open_dsh(spec, timeout)
+
+
+def _cmd_problem(spec: str) -> str | None:
+    return None if spec[4:].strip() else "runtime 'cmd:' needs a command after the colon, e.g. cmd:./my-runtime"
+
+
+def _open_cmd(spec: str, timeout: float) -> Runtime:
+    return importlib.import_module("surfacecheck.runtime.client").ProcessRuntime(spec[4:].strip(), timeout=timeout)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One runtime spelling. ``name`` is its spelling in help (``dsh:DIR``); ``prefix`` marks a family whose
+    spellings start with it (``dsh:``, ``cmd:``)."""
+    name: str
+    open: Callable[[str, float], Runtime]
+    levels: tuple[str, ...]
+    help: str
+    coverage: str | None = None  # "coverage.py" (over ``source``) | "V8" | None
+    mutation: str | None = None  # the tool ``surfacecheck mutate`` changes its code with
+    source: Path | None = None  # the Python package coverage.py measures
+    prefix: str | None = None
+    problem: Callable[[str], str | None] = lambda spec: None
+
+    def matches(self, spec: str) -> bool:
+        return spec == self.name if self.prefix is None else spec.startswith(self.prefix)
+
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry("embedded", _import("surfacecheck.runtime.embedded", "EmbeddedRuntime"), LEVELS,
+          "the independent embedded runtime (in process)", coverage="coverage.py", mutation="mutmut",
+          source=PACKAGE / "runtime" / "embedded"),
+    Entry("model", _import("surfacecheck.runtime.model_runtime", "ModelRuntime"), LEVELS,
+          "the reference model behind the protocol", coverage="coverage.py", source=PACKAGE / "model"),
+    Entry("dsh", _open_dsh, LEVELS, "dsh's own published npm code, through the Node adapter", coverage="V8",
+          mutation="StrykerJS", problem=_dsh_problem),
+    Entry("dsh:DIR", _open_dsh, LEVELS, "dsh's code from the node_modules folder DIR", coverage="V8",
+          mutation="StrykerJS", prefix="dsh:", problem=_dsh_problem),
+    Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",
+          problem=_cmd_problem),
+)
+VARIANT_PROVIDERS: list[str] = [  # modules that register seeded-bug and negative-control variants when imported
+    "surfacecheck.explore.variants",
+    "surfacecheck.properties.proofs.monitors",
+]
+_VARIANTS: dict[str, Callable[[], Runtime]] = {}
+
+
+def names() -> list[str]:
+    """Every spelling, as help shows it: ``embedded``, ``model``, ``dsh``, ``dsh:DIR``, ``cmd:COMMAND``."""
+    return [e.name for e in ENTRIES]
+
+
+def runtime_help(*, default: str | None = None, only: tuple[str, ...] | None = None) -> str:
+    """The ``--runtime`` help line: the spellings (``only`` these), the default, ``BASE:VARIANT``."""
+    shown = [e.name for e in ENTRIES if only is None or e.name in only]
+    tail = "" if only is not None else ", or a registered variant BASE:VARIANT"
+    return ", ".join(f"{n} (default)" if n == default else n for n in shown) + tail
+
+
+def entry(spec: str) -> Entry | None:
+    """The entry whose spelling ``spec`` is (``dsh:/x`` -> ``dsh:DIR``), or None."""
+    return next((e for e in ENTRIES if e.matches(spec)), None)
+
+
+def base(spec: str) -> str:
+    """The named runtime a spelling builds on: ``embedded:slow-tracker`` -> ``embedded``, ``dsh:/x`` -> ``dsh``."""
+    return spec.split(":", 1)[0]
+
+
+def with_coverage(tool: str) -> dict[str, Path | None]:
+    """name -> source for every named runtime measured by ``tool``."""
+    return {e.name: e.source for e in ENTRIES if e.coverage == tool and e.prefix is None}
+
+
+def mutable() -> tuple[str, ...]:
+    """The named runtimes ``surfacecheck mutate`` can change (those with a mutation tool)."""
+    return tuple(e.name for e in ENTRIES if e.mutation and e.prefix is None)
+
+
+def register_variant(spec: str, factory: Callable[[], Runtime]) -> None:
+    """Make ``spec`` (``BASE:VARIANT``, e.g. ``model:retry-without-progress``) openable."""
+    _VARIANTS[spec] = factory
+
+
+def add_variant_provider(module: str) -> None:
+    """A module that calls :func:`register_variant` when imported (imported on first lookup)."""
+    if module not in VARIANT_PROVIDERS:
+        VARIANT_PROVIDERS.append(module)
+
+
+def variants() -> list[str]:
+    """Every registered variant (importing the providers)."""
+    for module in list(VARIANT_PROVIDERS):
+        importlib.import_module(module)
+    return sorted(_VARIANTS)
+
+
+def problem(spec: str) -> str | None:
+    """Why ``spec`` is not a runtime spelling (a message), or ``None``."""
+    found = entry(spec)
+    if found is not None:
+        return found.problem(spec)
+    if ":" in spec and base(spec) in [e.name for e in ENTRIES if e.prefix is None]:
+        return None
+    return f"unknown runtime {spec!r}: expected {', '.join(names())}"
+
+
+def open_spec(spec: str, timeout: float) -> Runtime:
+    """A fresh runtime for ``spec``; ``ValueError`` for an unknown spelling or variant."""
+    why = problem(spec)
+    if why:
+        raise ValueError(why)
+    found = entry(spec)
+    if found is not None:
+        return found.open(spec, timeout)
+    if spec not in _VARIANTS:
+        variants()
+    if spec not in _VARIANTS:
+        known = ", ".join(sorted(_VARIANTS)) or "none registered"
+        raise ValueError(f"unknown runtime variant {spec!r}; known variants: {known}")
+    return _VARIANTS[spec]()
