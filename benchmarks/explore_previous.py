@@ -8,7 +8,7 @@ What changed since, and what this module restores on top of today's code:
 * each core's moves re-read the shared model runs through their shape group and rebased them per
   outcome, per core; today a surface's effects and an op's moves per retained index are memoised
   (:class:`surfacecheck.explore.world.World`), and duplicates are dropped where they can arise;
-* the model ran with four memoised helpers; today with eight patches (:data:`surfacecheck.explore.oracle.SPEEDUPS`; `node_price` in three modules);
+* the model ran with four memoised helpers; today with more (:data:`surfacecheck.explore.oracle.SPEEDUPS`);
 * a shared run was keyed on the prefix's price sum itself; today a summary's run keys on the sum's shrink
   class (:func:`surfacecheck.explore.shape.shrink_class`), so fewer runs serve the same surfaces.
 
@@ -23,7 +23,6 @@ from surfacecheck.explore.bfs import Exploration, no_cyclic_gc
 from surfacecheck.explore.canonical import key
 from surfacecheck.explore.safety import check_state
 from surfacecheck.explore.shape import retain_tokens, signature, view
-from surfacecheck.explore.variants import Variant
 from surfacecheck.explore.world import RET, SURF, Edge, World, _comps, _dedupe
 
 PREVIOUS_SPEEDUPS = oracle.SPEEDUPS[:4]
@@ -41,9 +40,10 @@ def previous_view(op, surf, outcome, routed, settings) -> tuple:
 class PreviousWorld(World):
     """Moves built per core from the shape groups, deduplicated over the whole core; runs keyed on the sum."""
 
+    memos = PREVIOUS_SPEEDUPS
+
     def __post_init__(self):
         super().__post_init__()
-        self._speed = Variant("speedups", patches=PREVIOUS_SPEEDUPS)._persistent()
         self._view = previous_view
 
     def _moves(self, *core) -> list:
