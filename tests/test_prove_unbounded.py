@@ -69,7 +69,8 @@ def test_a_retention_step_that_forgets_the_price_fails_consecution():
 def test_a_balance_walk_that_stops_at_once_fails_at_the_exit():
     walk = model.region.BALANCE_WALK
     with using(REAL.replace(balance_walk=walk._replace(guard=lambda keep, balanced, start: False))):
-        _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True), "at the exit: both edges balanced")
+        _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True),
+                     "at the exit: both edges balanced")
 
 
 def test_a_cut_moved_toward_the_tail_fails_the_unbounded_proof():

@@ -4,7 +4,8 @@ Each expensive transition — the pressure listener (spec 9), the overflow liste
 ``/compact`` (spec 11), the pruner (spec 6), crash and reload (spec 1.5) — is *run by the
 executable model* on γ(state): the canonical concretisation of an abstract state, a real session
 whose surface is the state's codes (see :mod:`.concrete`) inside a turn that is open or closed as
-the phase says, with the model's pure helpers memoised (:func:`memoised`, a named set of seams). The new events are mapped back with α (:func:`.concrete.classify`) into an
+the phase says, with the model's pure helpers memoised (:func:`memoised`, a named set of seams).
+The new events are mapped back with α (:func:`.concrete.classify`) into an
 :class:`Effect`. Results are memoised per (op, shape, outcome) by the world (:mod:`.shape`
 says which surfaces share a run and why), so the model runs once per distinct shape and outcome
 however many states share it. The simulation test checks that running the
