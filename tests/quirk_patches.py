@@ -1,30 +1,30 @@
 """The smallest faithful fix of each registered dsh quirk (spec §15, ``properties/findings.json``), as a
-monkeypatch on the reference model: ``PATCHES[finding_id](m)`` with ``m`` a ``pytest.MonkeyPatch`` (or its
-``context()``). Shared by tests/test_findings_patched.py (the registry goes STALE) and the promise tests
-(tests/test_promises_context.py, tests/test_promises_measure.py: the witness then holds). Each patch
-binds the fixed rule where the model or the model runtime looks the function up, and removes one rule.
+context in which the reference model runs fixed: ``with PATCHES[finding_id]():``. Shared by
+tests/test_findings_patched.py (the registry goes STALE) and the promise tests (tests/test_promises_context.py,
+tests/test_promises_measure.py: the witness then holds). Each removes one rule: a rule of the model is
+replaced through the model's seams (:mod:`surfacecheck.model.seams`, a named set of seams per fix); a rule
+that lives in a model runtime's op is replaced on the runtime's class.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
-import sys
 import textwrap
 
-import surfacecheck.model.manual
-import surfacecheck.model.meter
-import surfacecheck.model.policy
-import surfacecheck.model.region
-import surfacecheck.model.session
-import surfacecheck.model.transaction
+import pytest
+
+import surfacecheck.model.policy  # noqa: F401 (read as model.policy)
+import surfacecheck.model.session  # noqa: F401
+import surfacecheck.model.transaction  # noqa: F401
 from surfacecheck import model
 import surfacecheck.runtime.model_levels as model_levels
-import surfacecheck.runtime.model_runtime as model_runtime
 from surfacecheck.model.config import resolve_compact_spec, resolve_target_policy
 from surfacecheck.model.errors import ModelError, ProjectionClaimError, SessionAppendError, TargetPressureConfigError
 from surfacecheck.model.meter import measure, measure_state
 from surfacecheck.model.projection import Buckets, Claim, ClaimStep, SurfaceProjection, TokenUsage, fold_claim, fold_usage
 from surfacecheck.model.region import Range, assert_no_active_compaction
+from surfacecheck.model.seams import REAL, active, using
 from surfacecheck.model.runtime_context import NEVER, NONE, RetainedSnapshot, is_owned_snapshot, project_sections, text_of
 from surfacecheck.model.transaction import Outcome
 from surfacecheck.properties.promises import SHRINK_FLOOR
@@ -33,17 +33,33 @@ from surfacecheck.runtime.codec import claimed_messages, context_sections, snaps
 from surfacecheck.runtime.model_runtime import ModelRuntime
 
 
-# -- patching helpers -----------------------------------------------------------------------------
-def patch_everywhere(m, original, replacement) -> list[str]:
-    """Bind ``replacement`` wherever the model or a runtime imported ``original`` by name (the runtime
-    looks a function up in the module that calls it). Returns the modules patched."""
-    name, patched = original.__name__, []
-    for module_name, module in list(sys.modules.items()):
-        if module_name.split(".")[0] in ("model", "surfacecheck") and vars(module).get(name) is original:
-            m.setattr(module, name, replacement)
-            patched.append(module_name)
-    assert patched, f"{name} is not bound in any model module"
-    return patched
+# -- fixing helpers --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def seams_wrapping(**makers):
+    """The model runs with each named seam replaced by ``make(the function active on entry)``."""
+    with using(active().wrapped(**makers)):
+        yield
+
+
+def seams_replacing(**functions):
+    """The model runs with the named seams replaced by ``functions`` (on top of those active on entry)."""
+    return seams_wrapping(**{name: (lambda _original, f=f: f) for name, f in functions.items()})
+
+
+@contextlib.contextmanager
+def on_class(cls, **methods):
+    """A model runtime's op (a method of its class) replaced: the rule lives in the runtime, not the model."""
+    with pytest.MonkeyPatch.context() as m:
+        for name, method in methods.items():
+            m.setattr(cls, name, method)
+        yield
+
+
+@contextlib.contextmanager
+def both(first, second):
+    """Two fixes at once (a rule that lives in two layers)."""
+    with first, second:
+        yield
 
 
 def rewritten(function, *edits: tuple[str, str]):
@@ -60,7 +76,7 @@ def rewritten(function, *edits: tuple[str, str]):
 
 
 # -- the original eight (G1, G2, G4, G7, G8, G11, G12, G16) ---------------------------------------
-def price_unclaimed_replace(m) -> None:
+def price_unclaimed_replace():
     """G1/G1b (spec 5.1): arm the missing claim of an unclaimed replacement from the meter's recount of the
     nodes it shadows (spec 4.2), just before the fold; the O(1) fold itself is unchanged."""
     original = ModelRuntime._fold
@@ -76,20 +92,20 @@ def price_unclaimed_replace(m) -> None:
                 self.projection = SurfaceProjection(self.projection.total, Claim(op.start, op.end, shadowed))
         original(self, event)
 
-    m.setattr(ModelRuntime, "_fold", _fold)
+    return on_class(ModelRuntime, _fold=_fold)
 
 
-def context_after_pressure(m) -> None:
+def context_after_pressure():
     """G2 (spec 12, 13 steps 4-7, D9): project the runtime-context candidate after the pressure listener."""
     project = "    candidate = None if sections is None else project_sections(self.rt.retained, sections)\n"
     enter = "    snapshot = self._enter(marker, claimed or [], candidate)\n"
-    m.setattr(model_levels._Ops, "pre_step", rewritten(model_levels._Ops.pre_step, (project, ""),
-                                                       (enter, project + enter)))
+    return on_class(model_levels._Ops, pre_step=rewritten(model_levels._Ops.pre_step, (project, ""),
+                                                          (enter, project + enter)))
 
 
-def envelope_is_a_config_error(m) -> None:
+def envelope_is_a_config_error():
     """G4 (spec 9.2, 9.3, 4.3): an envelope that alone reaches the threshold is a configuration error."""
-    original = model.policy.compact_if_needed
+    original = REAL.compact_if_needed
 
     def compact_if_needed(session, mode, env, signal_aborted=False):
         target = model.policy.routed_target(session) if mode == model.policy.PRESSURE else None
@@ -109,12 +125,12 @@ def envelope_is_a_config_error(m) -> None:
                 return Outcome(session, error=error, labels=(f"pressure check failed: {error.message}",))
         return original(session, mode, env, signal_aborted)
 
-    patch_everywhere(m, original, compact_if_needed)
+    return seams_replacing(compact_if_needed=compact_if_needed)
 
 
-def skip_the_shrink_floor(m) -> None:
+def skip_the_shrink_floor():
     """G7 (spec 7, 8.2 step 10): range selection returns null for a span priced <= the shrink floor."""
-    original = model.region.select_compactable_range
+    original = REAL.select_compactable_range
 
     def select_compactable_range(session, measurement, retain_tokens):
         span = original(session, measurement, retain_tokens)
@@ -124,12 +140,12 @@ def skip_the_shrink_floor(m) -> None:
         price = sum(p for _, p in measurement.nodes[seqs.index(span.start): seqs.index(span.end) + 1])
         return None if price <= SHRINK_FLOOR else span
 
-    patch_everywhere(m, original, select_compactable_range)
+    return seams_replacing(select_compactable_range=select_compactable_range)
 
 
-def lock_before_overflow_pruning(m) -> None:
+def lock_before_overflow_pruning():
     """G8 (spec 10.2, 8.1 step 4): assertNoActiveCompaction before the overflow path prunes."""
-    original = model.policy._overflow
+    original = REAL.overflow_compaction
 
     def _overflow(session, env, signal_aborted):
         try:
@@ -138,10 +154,10 @@ def lock_before_overflow_pruning(m) -> None:
             return Outcome(session, error=error, labels=(f"overflow check failed: {error.message}",))
         return original(session, env, signal_aborted)
 
-    m.setattr(model.policy, "_overflow", _overflow)
+    return seams_replacing(overflow_compaction=_overflow)
 
 
-def transaction_success_wins(m) -> None:
+def transaction_success_wins():
     """G11, transaction half (spec 8.2 step 11): no final signal check after a clean close."""
     final_check = ("    if manual and caller_aborted:\n"
                    "        return Outcome(session, error=AbortError(), aborted=True, ")
@@ -149,32 +165,32 @@ def transaction_success_wins(m) -> None:
                       (final_check + "labels=tuple(labels)",
                        final_check.replace("caller_aborted:", "caller_aborted and result is None:")
                        + "labels=tuple(labels)"))
-    patch_everywhere(m, model.transaction.compact_surface_region, fixed)
+    return seams_replacing(compact_surface_region=fixed)
 
 
-def command_reports_success(m) -> None:
+def command_reports_success():
     """G11, command half (spec 11.1-11.2): /compact reports the committed result it got."""
-    original = model.manual.command_result
+    original = REAL.command_result
 
     def command_result(outcome):
         if outcome.error is None and outcome.value is not None:  # committed and closed: report what happened
             outcome = dataclasses.replace(outcome, aborted=False)
         return original(outcome)
 
-    m.setattr(model.manual, "command_result", command_result)
+    return seams_replacing(command_result=command_result)
 
 
-def automatic_checks_the_signal(m) -> None:
+def automatic_checks_the_signal():
     """G12 (spec 8.2 step 11): owner 'current-turn' re-checks the signal before committing too."""
     fixed = rewritten(model.transaction.compact_surface_region,
                       ("        if manual and caller_aborted:\n            raise AbortError()",
                        "        if caller_aborted:\n            raise AbortError()"))
-    patch_everywhere(m, model.transaction.compact_surface_region, fixed)
+    return seams_replacing(compact_surface_region=fixed)
 
 
-def retry_only_when_it_fits(m) -> None:
+def retry_only_when_it_fits():
     """G16 (spec 10.2, 6): the overflow retry is authorized only when the remeasured request fits."""
-    original = model.policy.on_request_error
+    original = REAL.on_request_error
 
     def on_request_error(session, state, failure_code, env, signal_aborted=False):
         outcome, new_state, retry = original(session, state, failure_code, env, signal_aborted)
@@ -186,7 +202,7 @@ def retry_only_when_it_fits(m) -> None:
                 dataclasses.replace(state, seen_overflow=True), False
         return outcome, new_state, retry
 
-    patch_everywhere(m, original, on_request_error)
+    return seams_replacing(on_request_error=on_request_error)
 
 
 # -- context, persistence, observability (properties/promises_context.py) ---------------------------
@@ -199,12 +215,12 @@ def _restore_like_live(session):
     return RetainedSnapshot(newest.seq, text_of(newest.data)) if newest.seq in session.nodes else NONE
 
 
-def resume_restores_the_newest_snapshot(m) -> None:
+def resume_restores_the_newest_snapshot():
     """G3 (spec 12): the constructor restores what the live rule holds, never an older visible snapshot."""
-    m.setattr(model_levels, "restore_retained", _restore_like_live)
+    return seams_replacing(restore_retained=_restore_like_live)
 
 
-def retry_reprojects_runtime_context(m) -> None:
+def retry_reprojects_runtime_context():
     """G2 overflow variant (spec 10.3 "not re-done: runtime-context projection"): before a same-step retry
     the runtime projects the current context again and enters the candidate."""
     pre_step, request_error = model_levels._Ops.pre_step, model_levels._Ops.request_error
@@ -226,11 +242,10 @@ def retry_reprojects_runtime_context(m) -> None:
                 reply["snapshot"] = seq
         return reply
 
-    m.setattr(model_levels._Ops, "pre_step", remembering_pre_step)
-    m.setattr(model_levels._Ops, "request_error", reprojecting_request_error)
+    return on_class(model_levels._Ops, pre_step=remembering_pre_step, request_error=reprojecting_request_error)
 
 
-def append_checks_message_shape(m) -> None:
+def append_checks_message_shape():
     """G18 (spec 1.3, 1.5 step 3): live append applies the seed's message-shape check, so what it accepts reloads."""
     commit = model.session.commit
 
@@ -240,10 +255,10 @@ def append_checks_message_shape(m) -> None:
             raise SessionAppendError(problem.replace("seed ", "session ", 1), seq=event.seq)
         return commit(session, event)
 
-    m.setattr(model.session, "commit", checked_commit)
+    return seams_replacing(commit=checked_commit)
 
 
-def warn_once_per_cause(m) -> None:
+def warn_once_per_cause():
     """G15 (spec 9.3): the warned set is keyed by target AND cause, so each configuration error is logged once."""
     original = model_levels._Ops._pressure_kind
 
@@ -257,20 +272,20 @@ def warn_once_per_cause(m) -> None:
             return "warned"
         return original(self, outcome, wrote)
 
-    m.setattr(model_levels._Ops, "_pressure_kind", per_cause)
+    return on_class(model_levels._Ops, _pressure_kind=per_cause)
 
 
-def usage_counts_compaction(m) -> None:
+def usage_counts_compaction():
     """G10 (spec 5.2, 8.2): `tokenUsage` also folds `compaction/summary.usage`."""
     def billing_fold(state, event):
         if event.type == "compaction/summary" and isinstance(event.data.get("usage"), dict):
             return TokenUsage(state.totals.plus(Buckets.of(event.data["usage"])), state.last)
         return fold_usage(state, event)
 
-    m.setattr(model_runtime, "fold_usage", billing_fold)
+    return seams_replacing(fold_usage=billing_fold)
 
 
-def mismatched_claim_expires(m) -> None:
+def mismatched_claim_expires():
     """G17 (spec 5.1, 6): a replace meeting a claim for another range expires the stale claim and folds as an
     unclaimed replace instead of throwing inside the contained listener."""
     def expiring_fold(claim, event):
@@ -279,11 +294,11 @@ def mismatched_claim_expires(m) -> None:
         except ProjectionClaimError:
             return ClaimStep(0, None, "unpriced-replace")
 
-    m.setattr(model_runtime, "fold_claim", expiring_fold)
+    return seams_replacing(fold_claim=expiring_fold)
 
 
 # -- measurement, progress, pairing (properties/promises_measure.py) ------------------------------
-def price_unclaimed_replace_from_the_meter(m) -> None:
+def price_unclaimed_replace_from_the_meter():
     """G1b (spec 5.1): an unclaimed replacement is priced from the meter's node prices, as if claimed."""
     original = ModelRuntime._fold
 
@@ -297,10 +312,10 @@ def price_unclaimed_replace_from_the_meter(m) -> None:
                 self.projection = SurfaceProjection(self.projection.total, Claim(op.start, op.end, price))
         original(self, event)
 
-    m.setattr(ModelRuntime, "_fold", fold)
+    return on_class(ModelRuntime, _fold=fold)
 
 
-def batch_before_pressure(m) -> None:
+def batch_before_pressure():
     """G13 (spec 9.2, 13; seed S4.b): the pre-step enters its claimed batch before the pressure listener measures."""
     original = model_levels._Ops.pre_step
 
@@ -311,13 +326,13 @@ def batch_before_pressure(m) -> None:
             args = {k: v for k, v in args.items() if k not in ("step", "claimed")}
         return original(self, args)
 
-    m.setattr(model_levels._Ops, "pre_step", pre_step)
+    return on_class(model_levels._Ops, pre_step=pre_step)
 
 
-def rebase_step_start(m) -> None:
+def rebase_step_start():
     """G9a/G9b (spec 4.2, 4.3, 10.3): the anchor's surface is the surface the request carried (stepStart rebased at the
     assistant/message), not the one at `step/start`."""
-    original = model.meter.fold_meter
+    original = REAL.fold_meter
 
     def fold(state, event, event_at):
         if event.type == "assistant/message" and state.step_start is not None:
@@ -325,14 +340,13 @@ def rebase_step_start(m) -> None:
                                                                               surface_tokens=state.surface_tokens))
         return original(state, event, event_at)
 
-    m.setattr(model.meter, "fold_meter", fold)
-    m.setattr(model_runtime, "fold_meter", fold)
+    return seams_replacing(fold_meter=fold)
 
 
-def overflow_keeps_the_entered_batch(m) -> None:
+def overflow_keeps_the_entered_batch():
     """G2b (spec 10.2, 7, 13): overflow recovery's retain-0 range stops before the open step's entered batch
     (what the pre-step entered after `step/start`, before the step's first answer: prompt + snapshot, D9)."""
-    original = model.policy.select_compactable_range
+    original = REAL.select_compactable_range
 
     def select(session, measurement, retain):
         span = original(session, measurement, retain)
@@ -347,27 +361,26 @@ def overflow_keeps_the_entered_batch(m) -> None:
             return span
         return Range(nodes[0], nodes[entered[0] - 1]) if entered[0] > 0 else None
 
-    m.setattr(model.policy, "select_compactable_range", select)
+    return seams_replacing(select_compactable_range=select)
 
 
-def indivisible_span_is_compactable(m) -> None:
+def indivisible_span_is_compactable():
     """G5 (spec 7 steps 3-4, 10.2): with retain 0 a balanced whole surface above the shrink floor is a range."""
-    original = model.region.select_compactable_range
+    original = REAL.select_compactable_range
 
     def select(session, measurement, retain):
         span = original(session, measurement, retain)
         if span is None and retain == 0 and sum(p for _, p in measurement.nodes) > SHRINK_FLOOR \
-                and model.region.fold_cuts(session).balanced[-1]:
+                and REAL.fold_cuts(session).balanced[-1]:
             return Range(session.nodes[0], session.nodes[-1])
         return span
 
-    m.setattr(model.policy, "select_compactable_range", select)
-    m.setattr(model_levels, "select_compactable_range", select)
+    return seams_replacing(select_compactable_range=select)
 
 
-def cuts_judged_by_call_id(m) -> None:
+def cuts_judged_by_call_id():
     """S7.b (spec 3): a cut is balanced when no call/result pair (matched by id) straddles it, besides the count."""
-    real = model.region.fold_cuts
+    real = REAL.fold_cuts
 
     def by_id(session):
         cuts = real(session)
@@ -379,7 +392,7 @@ def cuts_judged_by_call_id(m) -> None:
                 balanced[i] = False
         return dataclasses.replace(cuts, balanced=tuple(balanced))
 
-    m.setattr(model.region, "fold_cuts", by_id)
+    return seams_replacing(fold_cuts=by_id)
 
 
 PATCHES = {
@@ -388,7 +401,7 @@ PATCHES = {
     "G4-uncompactable-envelope": envelope_is_a_config_error,
     "G7-shrink-floor": skip_the_shrink_floor,
     "G8-overflow-prune-bypasses-lock": lock_before_overflow_pruning,
-    "G11-manual-cancellation-beats-success": lambda m: (transaction_success_wins(m), command_reports_success(m)),
+    "G11-manual-cancellation-beats-success": lambda: both(transaction_success_wins(), command_reports_success()),
     "G12-automatic-ignores-cancellation": automatic_checks_the_signal,
     "G16-partial-prune-progress": retry_only_when_it_fits,
     "G3-resume-restores-older-snapshot": resume_restores_the_newest_snapshot,

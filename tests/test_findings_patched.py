@@ -22,10 +22,9 @@ import re
 
 import pytest
 
-import surfacecheck.model.policy
-from surfacecheck import model
+from surfacecheck.model.seams import REAL
 from quirk_patches import (PATCHES, automatic_checks_the_signal, command_reports_success, context_after_pressure,
-                           envelope_is_a_config_error, lock_before_overflow_pruning, patch_everywhere,
+                           envelope_is_a_config_error, lock_before_overflow_pruning, seams_replacing,
                            price_unclaimed_replace, retry_only_when_it_fits, skip_the_shrink_floor,
                            transaction_success_wins)
 from surfacecheck.findings import registry
@@ -199,10 +198,9 @@ def _assert_removed(finding_id: str, stale_before: set[str]) -> None:
         f"the {finding.gap} fix also removed findings of other gaps: {sorted(removed)}"
 
 
-def _check(finding_id: str, monkeypatch, patch) -> None:
+def _check(finding_id: str, fix) -> None:
     stale_before = _assert_reproduced(finding_id)
-    with monkeypatch.context() as patched:
-        patch(patched)
+    with fix():
         _assert_removed(finding_id, stale_before)
     _assert_reproduced(finding_id)
 
@@ -216,66 +214,65 @@ def test_every_registered_finding_has_a_fix():
         assert set(declared) <= set(FIXES)
 
 
-def test_G1_pricing_an_unclaimed_replace_removes_the_drift(monkeypatch):
+def test_G1_pricing_an_unclaimed_replace_removes_the_drift():
     """Rule removed: "a replace with no claim is unpriced (delta 0)" of foldSurfaceProjection (spec 5.1, 5.2;
     §15 G1). The fold is O(1) and holds no per-node prices, so the fix arms the missing claim from the token
     meter's recount of the shadowed nodes (spec 4.2) just before the fold; the fold itself is unchanged."""
-    _check("G1-unclaimed-replace-drift", monkeypatch, price_unclaimed_replace)
+    _check("G1-unclaimed-replace-drift", price_unclaimed_replace)
 
 
-def test_G2_projecting_the_context_after_pressure_removes_the_window(monkeypatch):
+def test_G2_projecting_the_context_after_pressure_removes_the_window():
     """Rule removed: the runtime-context candidate is projected BEFORE the agent/pre-step pressure listener
     (spec 13 steps 4-7, 12; D9; §15 G2). Moved after it, the snapshot the pre-step's own compaction shadowed
     (retained -> null, spec 12 live rule) is entered again in the same step."""
-    _check("G2-one-request-context-window", monkeypatch, context_after_pressure)
+    _check("G2-one-request-context-window", context_after_pressure)
 
 
-def test_G4_treating_an_over_threshold_envelope_as_a_config_error_removes_the_waste(monkeypatch):
+def test_G4_treating_an_over_threshold_envelope_as_a_config_error_removes_the_waste():
     """Rule removed: pressure qualifies on measure().totalTokens including the request header (spec 4.3, 9.2
     steps 8-11; §15 G4, G14) and then summarizes although no compaction can bring it under the threshold. Fixed:
     an envelope that alone reaches the threshold is a TargetPressureConfigError (warned once, spec 9.3)."""
-    _check("G4-uncompactable-envelope", monkeypatch, envelope_is_a_config_error)
+    _check("G4-uncompactable-envelope", envelope_is_a_config_error)
 
 
-def test_G7_skipping_spans_under_the_shrink_floor_removes_the_futile_compaction(monkeypatch):
+def test_G7_skipping_spans_under_the_shrink_floor_removes_the_futile_compaction():
     """Rule removed: selectCompactableRange selects any head-anchored balanced span (spec 7), even one priced
     <= 103 tokens that the shrink rule (spec 8.2 steps 9-10; §15 G7) always rejects. Fixed: such a span
     selects nothing (null), at every caller (overflow, pressure, /compact, the select_range op)."""
-    _check("G7-shrink-floor", monkeypatch, skip_the_shrink_floor)
+    _check("G7-shrink-floor", skip_the_shrink_floor)
 
 
-def test_G8_checking_the_lock_before_overflow_pruning_removes_the_bypass(monkeypatch):
+def test_G8_checking_the_lock_before_overflow_pruning_removes_the_bypass():
     """Rule removed: compactIfNeeded('context-overflow') prunes first and leaves the durable-lock check to
     compactRegion (spec 10.2, 8.1 step 4; §15 G8). Fixed: assertNoActiveCompaction runs before pruning."""
-    _check("G8-overflow-prune-bypasses-lock", monkeypatch, lock_before_overflow_pruning)
+    _check("G8-overflow-prune-bypasses-lock", lock_before_overflow_pruning)
 
 
-def test_G11_success_beating_a_late_abort_removes_the_false_cancellation(monkeypatch):
+def test_G11_success_beating_a_late_abort_removes_the_false_cancellation():
     """Rule removed: "cancellation wins" after close and flush (spec 8.2 step 11, 8.3, 11.1-11.2; §15 G11):
     compactSurfaceRegion re-checks the caller's signal after a clean close, and the /compact executor reports
     the abort over the settled result. Both layers are patched: with the transaction alone the command would
     still print "Compaction cancelled." for the committed checkpoint."""
     finding_id = "G11-manual-cancellation-beats-success"
     stale_before = _assert_reproduced(finding_id)
-    with monkeypatch.context() as patched:
-        transaction_success_wins(patched)
+    with transaction_success_wins():
         _assert_reproduced(finding_id)  # the executor still lets the abort win over the settled success
-        command_reports_success(patched)
-        _assert_removed(finding_id, stale_before)
+        with command_reports_success():
+            _assert_removed(finding_id, stale_before)
     _assert_reproduced(finding_id)
 
 
-def test_G12_checking_the_signal_before_an_automatic_commit_removes_the_commit(monkeypatch):
+def test_G12_checking_the_signal_before_an_automatic_commit_removes_the_commit():
     """Rule removed: only manual compactions (owner null) re-check the signal before committing (spec 8.2
     step 11; §15 G12). Fixed: owner 'current-turn' checks it too, so the late-cancelled overflow compaction
     error-closes its bracket and commits no checkpoint (spec 8.3)."""
-    _check("G12-automatic-ignores-cancellation", monkeypatch, automatic_checks_the_signal)
+    _check("G12-automatic-ignores-cancellation", automatic_checks_the_signal)
 
 
-def test_G16_retrying_only_when_the_request_fits_removes_the_futile_retry(monkeypatch):
+def test_G16_retrying_only_when_the_request_fits_removes_the_futile_retry():
     """Rule removed: any generation advance authorizes the overflow retry, prune-only included (spec 10.2, 6;
     §15 G16). Fixed: the retry is authorized only when the remeasured request fits the context window."""
-    _check("G16-partial-prune-progress", monkeypatch, retry_only_when_it_fits)
+    _check("G16-partial-prune-progress", retry_only_when_it_fits)
 
 
 RULES_REMOVED = {
@@ -314,22 +311,22 @@ RULES_REMOVED = {
 
 
 @pytest.mark.parametrize("finding_id", sorted(RULES_REMOVED))
-def test_patching_the_rule_out_makes_the_entry_stale(finding_id, monkeypatch):
+def test_patching_the_rule_out_makes_the_entry_stale(finding_id):
     """The newer findings (promises_context / promises_measure): ``RULES_REMOVED`` names the rule, ``FIXES``
     the fix, ``quirk_patches.PATCHES`` applies it; control, witness holds, STALE + exit 1, exact side effects."""
-    _check(finding_id, monkeypatch, PATCHES[finding_id])
+    _check(finding_id, PATCHES[finding_id])
 
 
-def test_G18_checking_message_shape_on_live_append_removes_the_unreloadable_log(monkeypatch):
+def test_G18_checking_message_shape_on_live_append_removes_the_unreloadable_log():
     """Rule removed: Session.append does not check message identity/role/source/tool-result shape, which the
     seed and persistence load do (spec 1.3 'Not checked on live append', 1.5 step 3; §15 G18). The fix moves
     the refusal: the reload (step 3, rule seed) no longer fails because the live append (step 2) refuses."""
     finding_id = "G18-live-log-fails-reload"
     assert _refusals(finding_id) == [(3, "seed")]
-    _check(finding_id, monkeypatch, PATCHES[finding_id])
+    _check(finding_id, PATCHES[finding_id])
 
 
-def test_G13_entering_the_batch_before_pressure_removes_the_blind_spot(monkeypatch):
+def test_G13_entering_the_batch_before_pressure_removes_the_blind_spot():
     """Rule removed: the pressure listener runs in the agent/pre-step waterfall before step/start and the
     entered batch, so it measures without the claimed prompt (spec 9.2, 13; seed S4.b; §15 G13). Side effect
     (``WITNESS_ONLY``): G2's minimised witness never closes step 1, and measured after step/start its pre-step
@@ -338,12 +335,11 @@ def test_G13_entering_the_batch_before_pressure_removes_the_blind_spot(monkeypat
     from surfacecheck.core.trace import Step
 
     finding_id, g2 = "G13-entering-batch-blind-spot", FINDINGS["G2-one-request-context-window"]
-    _check(finding_id, monkeypatch, PATCHES[finding_id])
+    _check(finding_id, PATCHES[finding_id])
     steps = list(read_trace(g2.trace_path).steps)
     assert [s.op for s in steps[5:8]] == ["pre_step", "append", "pre_step"]
     closed = steps[:7] + [Step("append", {"event": {"type": "step/end", "data": {"turn": 1, "step": 1}}})] + steps[7:]
-    with monkeypatch.context() as patched:
-        PATCHES[finding_id](patched)
+    with PATCHES[finding_id]():
         assert _refusals(g2.id) == [(8, "token-meter")]
         survived = first_violation(closed, g2.promise)
     assert survived is not None and survived.step == len(closed), "the G13 fix also fixed G2's rule"
@@ -377,44 +373,44 @@ def test_an_undeclared_side_effect_fails_the_check(monkeypatch):
     fix's removal of G9b (one rule, spec 4.2) is reported, not passed over."""
     monkeypatch.delitem(ALSO_REMOVES, "G9a-anchor-double-count")
     with pytest.raises(AssertionError, match="G9b-stale-step-start"):
-        _check("G9a-anchor-double-count", monkeypatch, PATCHES["G9a-anchor-double-count"])
+        _check("G9a-anchor-double-count", PATCHES["G9a-anchor-double-count"])
 
 
-def _one_pressure_attempt(m) -> None:
+def _one_pressure_attempt():
     """Not a fix of G4: compactionRetries 0 (spec 9.4) still summarizes once and warns."""
-    original = model.policy.compact_if_needed
+    original = REAL.compact_if_needed
 
     def compact_if_needed(session, mode, env, signal_aborted=False):
         compaction = dataclasses.replace(env.policy.compaction, compaction_retries=0)
         return original(session, mode, dataclasses.replace(
             env, policy=dataclasses.replace(env.policy, compaction=compaction)), signal_aborted)
 
-    patch_everywhere(m, original, compact_if_needed)
+    return seams_replacing(compact_if_needed=compact_if_needed)
 
 
-def _surface_only_pressure(m) -> None:
+def _surface_only_pressure():
     """Not a fix of G4: qualify on the surface alone (measure minus header). The threshold (100) is under the
     smallest checkpoint (103) plus the retained tail, so both attempts still run and fail to relieve it."""
-    original = model.policy.measure
+    original = REAL.measure
 
     def measure(session, request_header=None):
         measurement = original(session, request_header)
         return dataclasses.replace(measurement, total_tokens=measurement.surface_tokens)
 
-    m.setattr(model.policy, "measure", measure)
+    return seams_replacing(measure=measure)
 
 
 @pytest.mark.parametrize("non_fix", [_one_pressure_attempt, _surface_only_pressure], ids=lambda f: f.__name__[1:])
-def test_a_patch_that_does_not_remove_the_quirk_leaves_the_finding_known(monkeypatch, non_fix):
+def test_a_patch_that_does_not_remove_the_quirk_leaves_the_finding_known(non_fix):
     """Negative control for the machinery (spec 9.2-9.4, §15 G4/G14): a plausible non-fix leaves the pre-step
     burning summaries and warning "still above threshold", so the witness keeps breaking its promise and
     run_findings reports it known, not STALE: the tests above pass only because their patch removes the rule."""
     finding_id = "G4-uncompactable-envelope"
     stale_before = _assert_reproduced(finding_id)
-    non_fix(monkeypatch)
-    outcome = _witness_outcome(finding_id)
-    assert outcome.same and "still above threshold" in outcome.violation.message, outcome.describe()
-    assert _assert_reproduced(finding_id) == stale_before
+    with non_fix():
+        outcome = _witness_outcome(finding_id)
+        assert outcome.same and "still above threshold" in outcome.violation.message, outcome.describe()
+        assert _assert_reproduced(finding_id) == stale_before
 
 
 def test_ci_notices_through_the_cli_and_the_check_stage(monkeypatch, capsys, tmp_path):
@@ -428,14 +424,15 @@ def test_ci_notices_through_the_cli_and_the_check_stage(monkeypatch, capsys, tmp
     from surfacecheck.findings import stage as findings_stage
     from surfacecheck.core.stage import VIOLATION, CheckContext
 
-    lock_before_overflow_pruning(monkeypatch)
     monkeypatch.setattr(findings_run, "run_findings", _findings)  # both entry points, discovery off
     monkeypatch.setattr(findings_stage, "run_findings", _findings)
     parser = argparse.ArgumentParser(prog="surfacecheck")
     cli.register(parser.add_subparsers())
     args = parser.parse_args(["findings", "--trace-dir", str(tmp_path)])
-    assert args.func(args) == 1 and "STALE G8-overflow-prune-bypasses-lock" in capsys.readouterr().out
+    with lock_before_overflow_pruning():
+        assert args.func(args) == 1 and "STALE G8-overflow-prune-bypasses-lock" in capsys.readouterr().out
     ctx = CheckContext(runtime="model", corpus=None, strict=False, report_dir=tmp_path, err=io.StringIO())
-    result = findings_stage.stage(ctx)
+    with lock_before_overflow_pruning():
+        result = findings_stage.stage(ctx)
     assert result.status == VIOLATION
     assert "stale G8-overflow-prune-bypasses-lock" in [c.name for c in result.cases if c.failure is not None]

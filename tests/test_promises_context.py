@@ -71,11 +71,11 @@ PATCHED = [
 
 
 @pytest.mark.parametrize("finding, patch", PATCHED, ids=[finding for finding, _ in PATCHED])
-def test_patched_quirk_makes_the_witness_hold(finding, patch, monkeypatch):
+def test_patched_quirk_makes_the_witness_hold(finding, patch):
     """Each fix above, patched into the model, makes its witness hold (it breaks the promise unpatched)."""
     assert not _model_holds(finding)
-    patch(monkeypatch)
-    assert _model_holds(finding)
+    with patch():
+        assert _model_holds(finding)
 
 
 BASE_WITNESSES = ("G1-unclaimed-replace-drift", "G2-one-request-context-window", "G4-uncompactable-envelope",

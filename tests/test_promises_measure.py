@@ -1,7 +1,7 @@
 """Issue 9 (H9b): promises of pressure measurement, progress, pairing and cost (properties/promises_measure.py).
 
 For each promise dsh breaks: its witness replays to exit 1 on both reference runtimes, and a test that
-patches the quirk out of the model (monkeypatch) shows the witness no longer violates. For each promise
+patches the quirk out of the model (tests/quirk_patches.py) shows the witness no longer violates. For each promise
 that holds: it holds over what was explored (the bounded explorer's paths, Hypothesis examples, the
 corpus), and a broken variant is caught (negative control).
 """
@@ -21,6 +21,7 @@ from surfacecheck.properties.promises_measure import HOLDING, PROMISES, PairingB
 from surfacecheck.findings import witness
 from surfacecheck.findings.search import _one_run, first_violation, wire
 from surfacecheck.findings.witness_measure import BUILDERS
+from surfacecheck.model.seams import REAL, using
 from surfacecheck.runtime.model_runtime import ModelRuntime
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.core.trace import Step, read_trace
@@ -90,44 +91,44 @@ def _holds_patched(fid: str) -> None:
     assert first_violation(trace.steps, trace.property) is None
 
 
-def test_g1b_gone_when_an_unclaimed_replace_is_priced(monkeypatch):
+def test_g1b_gone_when_an_unclaimed_replace_is_priced():
     """Fix: an unclaimed replacement is priced from the meter's node prices (as if claimed), spec 5.1."""
     assert first_violation(_witness("G1b-projection-goes-negative").steps, BROKEN["G1b-projection-goes-negative"])
-    quirk_patches.price_unclaimed_replace_from_the_meter(monkeypatch)
-    _holds_patched("G1b-projection-goes-negative")
+    with quirk_patches.price_unclaimed_replace_from_the_meter():
+        _holds_patched("G1b-projection-goes-negative")
 
 
-def test_g13_gone_when_pressure_runs_after_the_batch(monkeypatch):
+def test_g13_gone_when_pressure_runs_after_the_batch():
     """Fix: the pre-step enters its claimed batch before the pressure listener measures (seed S4.b)."""
-    quirk_patches.batch_before_pressure(monkeypatch)
-    _holds_patched("G13-entering-batch-blind-spot")
+    with quirk_patches.batch_before_pressure():
+        _holds_patched("G13-entering-batch-blind-spot")
 
 
 @pytest.mark.parametrize("fid", ["G9a-anchor-double-count", "G9b-stale-step-start"])
-def test_g9_gone_when_the_anchor_is_rebased_at_the_request(fid, monkeypatch):
+def test_g9_gone_when_the_anchor_is_rebased_at_the_request(fid):
     """Fix for G9a/G9b: the anchor's surface is the surface the request carried (rebase stepStart at the
     assistant/message), not the one at `step/start` (spec 4.2)."""
     assert first_violation(_witness(fid).steps, BROKEN[fid]) is not None
-    quirk_patches.rebase_step_start(monkeypatch)
-    _holds_patched(fid)
+    with quirk_patches.rebase_step_start():
+        _holds_patched(fid)
 
 
-def test_g2b_gone_when_overflow_keeps_the_entered_batch(monkeypatch):
+def test_g2b_gone_when_overflow_keeps_the_entered_batch():
     """Fix: overflow recovery's retain-0 range stops before the open step's entered batch (spec 10.2, 13)."""
-    quirk_patches.overflow_keeps_the_entered_batch(monkeypatch)
-    _holds_patched("G2b-prompt-summarized-before-seen")
+    with quirk_patches.overflow_keeps_the_entered_batch():
+        _holds_patched("G2b-prompt-summarized-before-seen")
 
 
-def test_g5_gone_when_an_indivisible_span_is_compactable(monkeypatch):
+def test_g5_gone_when_an_indivisible_span_is_compactable():
     """Fix: with retain 0 a balanced whole surface above the shrink floor is a range (spec 7 steps 3-4)."""
-    quirk_patches.indivisible_span_is_compactable(monkeypatch)
-    _holds_patched("G5-indivisible-tool-unit")
+    with quirk_patches.indivisible_span_is_compactable():
+        _holds_patched("G5-indivisible-tool-unit")
 
 
-def test_s7_gone_when_cuts_are_judged_by_call_id(monkeypatch):
+def test_s7_gone_when_cuts_are_judged_by_call_id():
     """Fix: a cut is balanced when no call/result pair (matched by id) straddles it, besides the count (spec 3)."""
-    quirk_patches.cuts_judged_by_call_id(monkeypatch)
-    _holds_patched("S7-pairing-counts-not-ids")
+    with quirk_patches.cuts_judged_by_call_id():
+        _holds_patched("S7-pairing-counts-not-ids")
 
 
 # -- promises that hold: what was explored -------------------------------------------------------------
@@ -202,19 +203,17 @@ def _overflow_over_a_tool_unit() -> list[Step]:
     return s.op("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED"}, "overflow: retain 0").steps
 
 
-def test_pairing_by_id_catches_a_runtime_that_ignores_pairing(monkeypatch):
+def test_pairing_by_id_catches_a_runtime_that_ignores_pairing():
     """Negative control: a model whose cuts are all 'balanced' (spec 3 ignored, in range selection and in the
     transaction's check) summarizes the assistant tool call and leaves its result orphaned; caught by id.
     The correct runtimes keep the unit whole on the same steps."""
-    from surfacecheck.model import region as region
-
     steps = _overflow_over_a_tool_unit()
     for good in ("model", "embedded"):
         assert watch(steps, ("promise-pairing-by-id",), open_runtime(good))[0] == {}
-    real = region.fold_cuts
-    monkeypatch.setattr(region, "fold_cuts", lambda session: replace(
-        real(session), balanced=tuple(True for _ in real(session).balanced)))
-    found, _ = watch(steps, ("promise-pairing-by-id",), ModelRuntime())
+    real = REAL.fold_cuts
+    with using(REAL.replace(fold_cuts=lambda session: replace(
+            real(session), balanced=tuple(True for _ in real(session).balanced)))):
+        found, _ = watch(steps, ("promise-pairing-by-id",), ModelRuntime())
     assert "call-1" in found["promise-pairing-by-id"].message
 
 

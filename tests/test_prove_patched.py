@@ -2,12 +2,8 @@
 refuted, with a counterexample trace that the (broken) model replays to the violation."""
 from __future__ import annotations
 
-import surfacecheck.model.pairing
-import surfacecheck.model.policy
-import surfacecheck.model.projection
-import surfacecheck.model.region
-import surfacecheck.model.summarizer
 from surfacecheck import model
+from surfacecheck.model.seams import REAL, using
 from surfacecheck.properties.proofs import (cut_legality, generation_progress, incremental_pairing, pairing_ids,
                                projection_equivalence, smallest_span)
 from surfacecheck.properties.proofs.obligation import PROVED, REFUTED
@@ -19,51 +15,44 @@ def _unbounded_failed(result) -> None:
     assert result.bound == "unbounded" and unbounded["status"] != PROVED and unbounded["failed"], unbounded
 
 
-def test_cut_moved_one_node_toward_the_tail_refutes_cut_legality(monkeypatch):
-    original = model.region.retention_index
-    monkeypatch.setattr(model.region, "retention_index",
-                        lambda prices, retain: min(original(prices, retain) + 1, len(prices)))
-    result = cut_legality.run(6)
+def test_cut_moved_one_node_toward_the_tail_refutes_cut_legality():
+    original = REAL.retention_index
+    with using(REAL.replace(retention_index=lambda prices, retain: min(original(prices, retain) + 1, len(prices)))):
+        result = cut_legality.run(6)
     assert result.status == REFUTED
     assert result.trace is not None and result.replayed is True, result.replay_message
     assert result.trace.violation.property == "cut-legality"
     _unbounded_failed(result)
 
 
-def test_skipping_the_balance_walk_refutes_cut_legality(monkeypatch):
-    import surfacecheck.runtime.model_levels as levels
-
-    for module in (model.region, levels):  # the runtime imported the function by name: patch it there too
-        monkeypatch.setattr(module, "select_compactable_range", cut_legality.select_without_balance_walk)
-    result = cut_legality.run(5)
+def test_skipping_the_balance_walk_refutes_cut_legality():
+    with using(REAL.replace(select_compactable_range=cut_legality.select_without_balance_walk)):
+        result = cut_legality.run(5)
     assert result.status == REFUTED and result.replayed is True
     assert "both edges balanced" in result.replay_message
     _unbounded_failed(result)
     assert "both edges balanced" in result.notes["unbounded"]["failed"]
 
 
-def test_results_that_do_not_count_refute_pairing_ids(monkeypatch):
-    original = model.pairing.event_delta
-    monkeypatch.setattr(model.pairing, "event_delta",
-                        lambda event: 0 if getattr(event, "type", None) == "tool/result" else original(event))
-    result = pairing_ids.run(4)
+def test_results_that_do_not_count_refute_pairing_ids():
+    original = REAL.event_delta
+    with using(REAL.replace(event_delta=lambda event: 0 if getattr(event, "type", None) == "tool/result"
+                            else original(event))):
+        result = pairing_ids.run(4)
     assert result.status == REFUTED and result.replayed is True, result.replay_message
     assert "count-balanced is False but id-closed is True" in result.replay_message
     _unbounded_failed(result)
     assert result.notes["unbounded"]["failed"] == "consecution of the id bijection"
 
 
-def test_a_cache_that_ignores_the_generation_refutes_incremental_pairing(monkeypatch):
-    import surfacecheck.runtime.model_runtime as runtime
-
-    for module in (model.pairing, runtime):  # the runtime imported the function by name: patch it there too
-        monkeypatch.setattr(module, "refresh_cuts", incremental_pairing.refresh_ignoring_generation)
-    result = incremental_pairing.run(4)
+def test_a_cache_that_ignores_the_generation_refutes_incremental_pairing():
+    with using(REAL.replace(refresh_cuts=incremental_pairing.refresh_ignoring_generation)):
+        result = incremental_pairing.run(4)
     assert result.status == REFUTED and result.replayed is True, result.replay_message
     _unbounded_failed(result)
 
 
-def test_retry_without_progress_refutes_generation_progress(monkeypatch):
+def test_retry_without_progress_refutes_generation_progress():
     original = model.policy.on_request_error
 
     def on_request_error(session, state, code, env, signal_aborted=False):
@@ -71,13 +60,13 @@ def test_retry_without_progress_refutes_generation_progress(monkeypatch):
         return outcome, new_state, retry or code == generation_progress.OVERFLOW_CODE  # no progress proof
 
     assert generation_progress.overflow_claims()[0] == PROVED
-    monkeypatch.setattr(model.policy, "on_request_error", on_request_error)
-    progress, ranking, _ = generation_progress.overflow_claims()
-    assert progress == REFUTED and ranking == REFUTED
-    assert generation_progress.run().status == REFUTED
+    with using(REAL.replace(on_request_error=on_request_error)):
+        progress, ranking, _ = generation_progress.overflow_claims()
+        assert progress == REFUTED and ranking == REFUTED
+        assert generation_progress.run().status == REFUTED
 
 
-def test_a_consume_that_ignores_the_claim_refutes_projection_equivalence(monkeypatch):
+def test_a_consume_that_ignores_the_claim_refutes_projection_equivalence():
     original = model.projection.fold_claim
 
     def fold_claim(claim, event):
@@ -86,15 +75,15 @@ def test_a_consume_that_ignores_the_claim_refutes_projection_equivalence(monkeyp
             return type(step)(step.delta + claim.tokens, None, "consume")
         return step
 
-    monkeypatch.setattr(model.projection, "fold_claim", fold_claim)
-    status, _, path = projection_equivalence.k_induction(3)
+    with using(REAL.replace(fold_claim=fold_claim)):
+        status, _, path = projection_equivalence.k_induction(3)
     assert status == REFUTED and path is not None
     assert [event["kind"] for event in path[:-1]][-1] == projection_equivalence.REPLACE
 
 
-def test_a_cheaper_frame_refutes_smallest_compactable_span(monkeypatch):
-    monkeypatch.setattr(model.summarizer, "frame_summary", smallest_span.wrong_frame)
-    status, cex, _ = smallest_span.frame_bound()
+def test_a_cheaper_frame_refutes_smallest_compactable_span():
+    with using(REAL.replace(frame_summary=smallest_span.wrong_frame)):
+        status, cex, _ = smallest_span.frame_bound()
     assert status == REFUTED and cex["framed"] < smallest_span.SMALLEST_FRAME
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-import surfacecheck.model.pairing
-import surfacecheck.model.region
 from surfacecheck import model
+from surfacecheck.model.seams import REAL, using
 from surfacecheck.properties.proofs import (cut_legality, cut_legality_unbounded, incremental_pairing, incremental_unbounded,
                                pairing_ids, pairing_ids_unbounded)
 from surfacecheck.properties.proofs.induction import SymSeq
@@ -55,46 +54,46 @@ def _proof_fails(report, where):
     assert where in report["failed"], report["failed"]
 
 
-def test_a_retention_step_that_forgets_the_price_fails_consecution(monkeypatch):
+def test_a_retention_step_that_forgets_the_price_fails_consecution():
     walk = model.region.RETENTION_WALK
 
     def step(state, prices, retain):
         kept = model.region.Retention(state.index - 1, state.accumulated, state.index, state.accumulated >= retain)
         return kept, None
 
-    monkeypatch.setattr(model.region, "RETENTION_WALK", walk._replace(step=step))
-    _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True),
-                 f"consecution of the {walk.name}")
+    with using(REAL.replace(retention_walk=walk._replace(step=step))):
+        _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True),
+                     f"consecution of the {walk.name}")
 
 
-def test_a_balance_walk_that_stops_at_once_fails_at_the_exit(monkeypatch):
+def test_a_balance_walk_that_stops_at_once_fails_at_the_exit():
     walk = model.region.BALANCE_WALK
-    monkeypatch.setattr(model.region, "BALANCE_WALK", walk._replace(guard=lambda keep, balanced, start: False))
-    _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True), "at the exit: both edges balanced")
+    with using(REAL.replace(balance_walk=walk._replace(guard=lambda keep, balanced, start: False))):
+        _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True),
+                     "at the exit: both edges balanced")
 
 
-def test_a_cut_moved_toward_the_tail_fails_the_unbounded_proof(monkeypatch):
+def test_a_cut_moved_toward_the_tail_fails_the_unbounded_proof():
     original = model.region.retention_index
-    monkeypatch.setattr(model.region, "retention_index",
-                        lambda prices, retain: min(original(prices, retain) + 1, len(prices)))
-    _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True), "at the exit")
+    with using(REAL.replace(retention_index=lambda prices, retain: min(original(prices, retain) + 1, len(prices)))):
+        _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True), "at the exit")
 
 
-def test_a_fold_that_writes_the_cut_before_the_node_fails_the_unbounded_proofs(monkeypatch):
+def test_a_fold_that_writes_the_cut_before_the_node_fails_the_unbounded_proofs():
     walk = model.pairing.PAIRING_FOLD
 
     def step(fold, nodes, session, open_calls):
         after, _ = walk.step(fold, nodes, session, open_calls)
         return after, fold.running == 0  # the count before this node, not after it
 
-    monkeypatch.setattr(model.pairing, "PAIRING_FOLD", walk._replace(step=step))
-    _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True), f"of the {walk.name}")
-    _proof_fails(incremental_unbounded.prove(incremental_pairing.model_refresh, 3000, True), f"of the {walk.name}")
+    with using(REAL.replace(pairing_fold=walk._replace(step=step))):
+        _proof_fails(cut_legality_unbounded.prove(cut_legality.model_select, 3000, True), f"of the {walk.name}")
+        _proof_fails(incremental_unbounded.prove(incremental_pairing.model_refresh, 3000, True), f"of the {walk.name}")
 
 
-def test_a_cache_that_ignores_the_generation_fails_the_unbounded_proof(monkeypatch):
-    monkeypatch.setattr(model.pairing, "refresh_cuts", incremental_pairing.refresh_ignoring_generation)
-    _proof_fails(incremental_unbounded.prove(incremental_pairing.model_refresh, 3000, True), "a new generation")
+def test_a_cache_that_ignores_the_generation_fails_the_unbounded_proof():
+    with using(REAL.replace(refresh_cuts=incremental_pairing.refresh_ignoring_generation)):
+        _proof_fails(incremental_unbounded.prove(incremental_pairing.model_refresh, 3000, True), "a new generation")
 
 
 def test_a_cache_that_never_extends_is_still_exact():
@@ -111,23 +110,23 @@ def test_a_symbolic_sequence_refuses_what_it_cannot_do():
         list(seq)
 
 
-def test_results_that_do_not_count_fail_the_id_bijections_consecution(monkeypatch):
+def test_results_that_do_not_count_fail_the_id_bijections_consecution():
     original = model.pairing.event_delta
-    monkeypatch.setattr(model.pairing, "event_delta",
-                        lambda event: 0 if getattr(event, "type", None) == "tool/result" else original(event))
-    _proof_fails(pairing_ids_unbounded.prove(True, 3000, True), "consecution of the id bijection")
+    with using(REAL.replace(event_delta=lambda event: 0 if getattr(event, "type", None) == "tool/result"
+                            else original(event))):
+        _proof_fails(pairing_ids_unbounded.prove(True, 3000, True), "consecution of the id bijection")
 
 
 def test_dropping_the_id_premise_fails_the_id_bijections_consecution():
     _proof_fails(pairing_ids_unbounded.prove(False, 3000, True), "consecution of the id bijection")
 
 
-def test_a_fold_that_writes_the_cut_before_the_node_fails_pairing_ids(monkeypatch):
+def test_a_fold_that_writes_the_cut_before_the_node_fails_pairing_ids():
     walk = model.pairing.PAIRING_FOLD
 
     def step(fold, nodes, session, open_calls):
         after, _ = walk.step(fold, nodes, session, open_calls)
         return after, fold.running == 0
 
-    monkeypatch.setattr(model.pairing, "PAIRING_FOLD", walk._replace(step=step))
-    _proof_fails(pairing_ids_unbounded.prove(True, 3000, True), f"of the {walk.name}")
+    with using(REAL.replace(pairing_fold=walk._replace(step=step))):
+        _proof_fails(pairing_ids_unbounded.prove(True, 3000, True), f"of the {walk.name}")

@@ -4,7 +4,8 @@ Each expensive transition — the pressure listener (spec 9), the overflow liste
 ``/compact`` (spec 11), the pruner (spec 6), crash and reload (spec 1.5) — is *run by the
 executable model* on γ(state): the canonical concretisation of an abstract state, a real session
 whose surface is the state's codes (see :mod:`.concrete`) inside a turn that is open or closed as
-the phase says. The new events are mapped back with α (:func:`.concrete.classify`) into an
+the phase says, with the model's pure helpers memoised (:func:`memoised`, a named set of seams).
+The new events are mapped back with α (:func:`.concrete.classify`) into an
 :class:`Effect`. Results are memoised per (op, shape, outcome) by the world (:mod:`.shape`
 says which surfaces share a run and why), so the model runs once per distinct shape and outcome
 however many states share it. The simulation test checks that running the
@@ -27,6 +28,7 @@ from surfacecheck.model.estimate import canonical_header, estimate_header
 from surfacecheck.model.meter import node_price
 from surfacecheck.model.policy import Environment, OverflowState
 from surfacecheck.model.runtime_context import NEVER, NONE, RetainedSnapshot, is_replacement_surface_event
+from surfacecheck.model.seams import REAL, Seams, active
 from surfacecheck.model.session import Session, append, seeded
 from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript, checkpoint_message
 
@@ -70,14 +72,15 @@ def _memo_stringify(original):
 def _memo_replay(original):
     """`replay_meter` resumed from the longest already-folded prefix (:mod:`.prefix` says why that is
     the same state)."""
-    from surfacecheck.model.meter import MeterState, fold_meter
+    from surfacecheck.model.meter import MeterState
 
     after: dict[int, tuple] = {}
 
     def replay_meter(events, event_at=None):
         log = events if isinstance(events, (list, tuple)) else list(events)
         lookup = event_at or (lambda seq: log[seq] if 0 <= seq < len(log) else None)
-        return prefix.resume(log, after, MeterState, lambda state, event: fold_meter(state, event, lookup))
+        fold = active().fold_meter
+        return prefix.resume(log, after, MeterState, lambda state, event: fold(state, event, lookup))
 
     return replay_meter
 
@@ -128,20 +131,18 @@ def _memo_by_identity(original):
     return memoised
 
 
-SPEEDUPS = (("surfacecheck.model.estimate", "js_length", _memo_length), ("surfacecheck.model.estimate", "js_stringify", _memo_stringify),
-            ("surfacecheck.model.meter", "replay_meter", _memo_replay), ("surfacecheck.model.meter", "header_equals", _same_header),
-            ("surfacecheck.model.meter", "node_price", _memo_price), ("surfacecheck.model.projection", "node_price", _memo_price),
-            ("surfacecheck.explore.safety", "node_price", _memo_price),
-            ("surfacecheck.model.policy", "measure", _memo_by_identity), ("surfacecheck.model.policy", "prune_session", _memo_by_identity),
-            ("surfacecheck.model.policy", "select_compactable_range", _memo_by_identity),
-            ("surfacecheck.model.manual", "measure", _memo_by_identity), ("surfacecheck.model.manual", "select_compactable_range", _memo_by_identity),
-            ("surfacecheck.model.transaction", "measure", _memo_by_identity),
-            ("surfacecheck.model.transaction", "validate_surface_region", _memo_by_identity),
-            ("surfacecheck.model.transaction", "inspect_entry_state", _memo_by_identity))
-"""Memoised pure helpers (same results: a string's JS length, a JSON value's stringification, the
+SPEEDUPS = (("js_length", _memo_length), ("js_stringify", _memo_stringify), ("replay_meter", _memo_replay),
+            ("header_equals", _same_header), ("node_price", _memo_price), ("measure", _memo_by_identity),
+            ("prune_session", _memo_by_identity), ("select_compactable_range", _memo_by_identity),
+            ("validate_surface_region", _memo_by_identity), ("inspect_entry_state", _memo_by_identity))
+"""Memoised pure helpers, per seam (same results: a string's JS length, a JSON value's stringification, the
 meter state after a log prefix, a header compared with itself, an event's price, an op's steps before
-the summarizer on the very same session), installed while the oracle runs the model; model code is
-unchanged."""
+the summarizer on the very same session): the seams the oracle runs the model with."""
+
+
+def memoised(memos: tuple = SPEEDUPS, base: Seams = REAL) -> Seams:
+    """``base`` with each of ``memos`` memoised: fresh tables, kept for as long as the value is (a search's)."""
+    return base.wrapped(**dict(memos))
 
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ def run(op: str, phase: str, surf: tuple, routed: bool, retries: int, seen: bool
     retry, failure, kind, labels = False, False, op, ()
     try:
         if op == "pressure":
-            out = policy_mod.compact_if_needed(before, policy_mod.PRESSURE, env)
+            out = active().compact_if_needed(before, policy_mod.PRESSURE, env)
             after, labels = out.session, out.labels
             failure = out.error is not None
             kind = ("warned" if failure else "compacted" if out.value is not None
@@ -293,8 +294,8 @@ def run(op: str, phase: str, surf: tuple, routed: bool, retries: int, seen: bool
             if kind == "noop" and any("no compactable range" in label for label in labels):
                 kind = "null"
         elif op == "overflow":
-            out, state_after, retry = policy_mod.on_request_error(before, OverflowState(retries, seen), C.OVERFLOW_CODE,
-                                                                  env)
+            out, state_after, retry = active().on_request_error(before, OverflowState(retries, seen), C.OVERFLOW_CODE,
+                                                                env)
             after, labels = out.session, out.labels
             kind, failure = ("retry" if retry else "next"), not retry
         elif op == "manual":

@@ -20,7 +20,7 @@ operation refused or raised where the world's agent made a legal request.
 """
 from __future__ import annotations
 
-from surfacecheck.model.meter import node_price
+from surfacecheck.model.seams import active
 from surfacecheck.model.projection import SurfaceProjection, fold_projection
 from surfacecheck.model.region import inspect_entry_state, lock_is_live
 
@@ -72,12 +72,14 @@ def check_outcome(op, before, seqs, surf, after, retry, overflow_state, settings
                           f"{op}: replacement at seq {event.seq} of surface positions {i}..{j} ({codes[i:j + 1]}) "
                           "does not sit between balanced cuts"))
         if checkpoint:
+            node_price = active().node_price
             shadowed = sum(node_price(after.log[s]) for s in nodes[i:j + 1])
             if node_price(event) >= shadowed:
                 found.append(("summaries-smaller", f"{op}: checkpoint at seq {event.seq} costs {node_price(event)} "
                                                    f"tokens, not less than the {shadowed} it shadows"))
         codes[i:j + 1], nodes[i:j + 1] = [classify(event)], [event.seq]
     found += _brackets(op, new, after)
+    node_price = active().node_price
     projected, recount = _projection(before, after), sum(node_price(after.log[seq]) for seq in after.nodes)
     if projected != recount:
         found.append(("projection-equals-recount", f"{op}: projection total {projected} differs from the "

@@ -1,18 +1,19 @@
 """Negative controls: model variants with one seeded bug each, and their ``model:<variant>`` runtimes.
 
-A variant patches named model functions while a transition runs (:meth:`Variant.patched`), in
-the explorer's oracle and in the protocol runtime alike, so a counterexample found by ``explore``
-replays against ``model:<variant>`` (the bug) and not against ``model`` (the fix). Each names the
-property it must break and the spec section of the rule it breaks.
+A variant is a named set of the model's seams (:mod:`surfacecheck.model.seams`): it replaces named
+functions with buggy ones (:meth:`Variant.seams`), active in the explorer's oracle and in the protocol
+runtime alike, so a counterexample found by ``explore`` replays against ``model:<variant>`` (the bug)
+and not against ``model`` (the fix). Each names the property it must break and the spec section of the
+rule it breaks.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-PATCH = tuple[str, str, Callable]  # (module, attribute, make(original) -> replacement)
+from surfacecheck.model.seams import REAL, Seams, using
+
+CHANGE = tuple[str, Callable]  # (seam, make(the function there) -> replacement)
 
 
 @dataclass(frozen=True)
@@ -21,77 +22,11 @@ class Variant:
     breaks: str = ""
     section: str = ""
     description: str = ""
-    patches: tuple = field(default_factory=tuple)
+    changes: tuple = field(default_factory=tuple)
 
-    def patched(self):
-        """A context in which the model functions behave as this variant says."""
-        if not self.patches:
-            return contextlib.nullcontext()
-        return _patching(self.patches)
-
-
-    def _persistent(self):
-        """A re-enterable context whose replacement functions (and their memo tables) are made once, and
-        whose modules are imported once (it is entered around every model run)."""
-        made = [None] * len(self.patches)
-        patches = self.patches
-        modules: list = []
-
-        @contextlib.contextmanager
-        def context():
-            if not modules:  # import first: a module importing a name while another is patched would keep the patch
-                modules.extend(importlib.import_module(module_name) for module_name, _attr, _make in patches)
-            saved = []
-            try:
-                for index, (module, (_name, attr, make)) in enumerate(zip(modules, patches)):
-                    original = getattr(module, attr)
-                    if made[index] is None:
-                        made[index] = make(original)
-                    saved.append((module, attr, original))
-                    setattr(module, attr, made[index])
-                yield
-            finally:
-                for module, attr, original in reversed(saved):
-                    setattr(module, attr, original)
-
-        return _Reentrant(context)
-
-
-class _Reentrant:
-    """Entered again while inside, it leaves the patches in place (the search enters it once around all
-    its model runs, and each run enters it again)."""
-
-    def __init__(self, factory):
-        self.factory, self.stack = factory, []
-
-    def __enter__(self):
-        if self.stack:
-            self.stack.append(None)
-            return None
-        ctx = self.factory()
-        self.stack.append(ctx)
-        return ctx.__enter__()
-
-    def __exit__(self, *exc):
-        ctx = self.stack.pop()
-        return None if ctx is None else ctx.__exit__(*exc)
-
-
-@contextlib.contextmanager
-def _patching(patches):
-    saved = []
-    for module_name, _attr, _make in patches:  # import first: a module importing a name while
-        importlib.import_module(module_name)  # another is patched would keep the patched one
-    try:
-        for module_name, attr, make in patches:
-            module = importlib.import_module(module_name)
-            original = getattr(module, attr)
-            saved.append((module, attr, original))
-            setattr(module, attr, make(original))
-        yield
-    finally:
-        for module, attr, original in reversed(saved):
-            setattr(module, attr, original)
+    def seams(self, base: Seams = REAL) -> Seams:
+        """``base`` with this variant's functions in place (``base`` itself when it changes none)."""
+        return base.wrapped(**dict(self.changes)) if self.changes else base
 
 
 CORRECT = Variant("correct")
@@ -168,31 +103,27 @@ def _free_summaries(original):
     return lambda message: 0
 
 
-_RANGE_USERS = ("surfacecheck.model.policy", "surfacecheck.model.manual", "surfacecheck.runtime.model_levels")
 VARIANTS = {
     "retry-without-progress": Variant(
         "retry-without-progress", "explore-no-compaction-loop", "spec 10.2; seed §12",
         "the overflow listener retries even when the generation did not advance",
-        (("surfacecheck.model.policy", "on_request_error", _retry_without_progress),
-         ("surfacecheck.runtime.model_levels", "on_request_error", _retry_without_progress))),
+        (("on_request_error", _retry_without_progress),)),
     "never-reemit-runtime-context": Variant(
         "never-reemit-runtime-context", "explore-runtime-context-reemitted", "spec 12; seed §14",
         "a shadowed runtime-context snapshot is never re-emitted",
-        (("surfacecheck.model.runtime_context", "project", _never_reemit),)),
+        (("project", _never_reemit),)),
     "pressure-skipped": Variant(
         "pressure-skipped", "explore-pressure-bounded-response", "spec 9.2-9.3",
         "the pre-step pressure listener never compacts and records nothing",
-        (("surfacecheck.model.policy", "compact_if_needed", _pressure_skipped),
-         ("surfacecheck.runtime.model_levels", "compact_if_needed", _pressure_skipped))),
+        (("compact_if_needed", _pressure_skipped),)),
     "unbalanced-cut": Variant(
         "unbalanced-cut", "pairing-balanced-at-replacement-edges", "spec 3, 7, 8.1",
         "range selection and the entry check ignore tool pairing",
-        tuple((m, "select_compactable_range", _cut_one_tailward) for m in _RANGE_USERS)
-        + (("surfacecheck.model.transaction", "validate_surface_region", _no_balance_check),)),
+        (("select_compactable_range", _cut_one_tailward), ("validate_surface_region", _no_balance_check))),
     "no-shrink-rule": Variant(
         "no-shrink-rule", "summaries-smaller", "spec 8.2 step 10",
         "a checkpoint is committed even when it is not smaller than what it shadows",
-        (("surfacecheck.model.transaction", "estimate_message", _free_summaries),)),
+        (("checkpoint_price", _free_summaries),)),
 }
 
 
@@ -205,17 +136,18 @@ def variant(name: str) -> Variant:
 
 
 def runtime_factory(v: Variant):
-    """The ``model:<variant>`` runtime: a ``ModelRuntime`` whose every request runs inside the variant's
-    patches, or the variant's own runtime class when the bug lives in a runtime op (:data:`RUNTIMES`)."""
+    """The ``model:<variant>`` runtime: a ``ModelRuntime`` whose every request runs with the variant's
+    seams, or the variant's own runtime class when the bug lives in a runtime op (:data:`RUNTIMES`)."""
     if v.name in RUNTIMES:
         return RUNTIMES[v.name]()
     from surfacecheck.runtime.model_runtime import ModelRuntime
 
     class VariantRuntime(ModelRuntime):
         name = f"model:{v.name}"
+        seams = v.seams()
 
         def call(self, op, args=None):
-            with v.patched():
+            with using(self.seams):
                 return super().call(op, args)
 
     VariantRuntime.__name__ = f"ModelRuntime_{v.name.replace('-', '_')}"

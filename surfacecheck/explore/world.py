@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from surfacecheck.model.seams import using
+
 from . import oracle
 from .shape import SHARED_OPS, masked, pruned_at, rebase, retain_tokens, signature, view
 from .variants import CORRECT, Variant
@@ -68,6 +70,7 @@ class World:
     outcomes: tuple = OUTCOMES
     shared: bool = True  # share model runs across surfaces of one shape (.shape); False: one run per surface
     check_oracle: bool = False  # also run the model on every real surface and record any difference
+    memos = oracle.SPEEDUPS  # the seams memoised while the model runs (a class attribute, not a field)
 
     def __post_init__(self):
         self._cache: dict = {}
@@ -78,7 +81,8 @@ class World:
         self.oracle_mismatches: list = []
         self._retain = retain_tokens(self.settings)
         self._groups: dict = {}
-        self._speed = Variant("speedups", patches=oracle.SPEEDUPS)._persistent()
+        self._memoised = oracle.memoised(self.memos)  # the pure helpers memoised, for the whole search
+        self._seams = self.variant.seams(self._memoised)  # and the variant's bug on top
         self._surface_effects: dict = {}  # (op, phase, surf, routed, retries, outcomes) -> [(outcome, effect)]
         self._retained_moves: dict = {}  # the same + the retained index -> the op's moves, core fields aside
         self._core_ids: dict = {}  # core -> its number (:meth:`core_id`)
@@ -87,9 +91,9 @@ class World:
         self._view = view  # the memo key of a shared run (:func:`.shape.view`)
 
     def speedups(self):
-        """The model's memoised pure helpers (:data:`.oracle.SPEEDUPS`) installed, for a whole search (each
-        model run installs them too; inside this they stay as they are)."""
-        return self._speed
+        """The model's memoised pure helpers (:data:`.oracle.SPEEDUPS`) active, for a whole search (each
+        model run makes them active too, with the variant's bug on top)."""
+        return using(self._memoised)
 
     def initial(self) -> tuple:
         return ("I", "", (), -2, "", 0, False, False, 0, 0, 0, 0, 0, 0)
@@ -126,7 +130,7 @@ class World:
         eff = self._runs.get(key)
         if eff is None:
             self.oracle_calls += 1
-            with self._speed, self.variant.patched():
+            with using(self._seams):
                 eff = self._runs[key] = oracle.run(op, phase, surf, routed, retries, op == "overflow", outcome,
                                                    self.settings)
             if not eff.consulted:
@@ -136,7 +140,7 @@ class World:
     def _candidate(self, ret, surf, ctx):
         key = (surf[ret] if ret >= 0 else ret, ctx)
         if key not in self._candidates:
-            with self.variant.patched():
+            with using(self._seams):
                 self._candidates[key] = oracle.candidate(ret, surf, ctx)
         return self._candidates[key]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from .jsvalue import js_length, js_stringify
+from .seams import active
 
 CHARS_PER_TOKEN = 4
 BLOCK_OVERHEAD = 4
@@ -31,7 +31,7 @@ def _text_tokens(text: Any) -> int:
     """Price a string by its JS `.length` (estimate.ts); non-strings are a type error."""
     if not isinstance(text, str):
         raise TypeError(f"expected a string to price, got {type(text).__name__}")
-    return _tokens_for_length(js_length(text))
+    return _tokens_for_length(active().js_length(text))
 
 
 def estimate_block(block: Mapping[str, Any]) -> int:
@@ -43,7 +43,8 @@ def estimate_block(block: Mapping[str, Any]) -> int:
         return _text_tokens(block["name"]) + _text_tokens(block["arguments"]) + BLOCK_OVERHEAD
     if kind == "tool-result":
         return estimate_content(block["content"]) + BLOCK_OVERHEAD
-    return BLOCK_OVERHEAD + _tokens_for_length(js_length(js_stringify(block)))
+    seams = active()
+    return BLOCK_OVERHEAD + _tokens_for_length(seams.js_length(seams.js_stringify(block)))
 
 
 def estimate_content(blocks: Sequence[Mapping[str, Any]]) -> int:
@@ -76,7 +77,8 @@ def estimate_tools_tokens(header: Mapping[str, Any] | None) -> int:
     tools = _get(header, "tools")
     if tools is _UNDEFINED or len(tools) == 0:
         return 0
-    return _tokens_for_length(js_length(js_stringify(tools))) + BLOCK_OVERHEAD
+    seams = active()
+    return _tokens_for_length(seams.js_length(seams.js_stringify(tools))) + BLOCK_OVERHEAD
 
 
 def estimate_header(header: Mapping[str, Any] | None) -> int:
@@ -140,8 +142,8 @@ def _tools_or_empty(header: Mapping[str, Any]) -> Sequence[Any]:
 
 def _tools_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Tool schemas in order, each compared by `JSON.stringify` (request-header.ts `sameSchema`)."""
-    at, bt = _tools_or_empty(a), _tools_or_empty(b)
-    return len(at) == len(bt) and all(js_stringify(x) == js_stringify(y) for x, y in zip(at, bt))
+    at, bt, stringify = _tools_or_empty(a), _tools_or_empty(b), active().js_stringify
+    return len(at) == len(bt) and all(stringify(x) == stringify(y) for x, y in zip(at, bt))
 
 
 def _marker(header: Mapping[str, Any], key: str) -> Any:

@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import AbortError, ManualCompactionError
-from .meter import measure
-from .region import select_compactable_range
+from .seams import active
 from .session import Session, append
 from .summarizer import ScriptedSummarizer
-from .transaction import NO_FAULTS, Faults, Outcome, TransactionOptions, compact_surface_region
+from .transaction import NO_FAULTS, Faults, Outcome, TransactionOptions
 
 MESSAGES = {
     "busy": "Compaction is unavailable because this process has an active compaction, or the agent is not idle.",
@@ -38,12 +37,13 @@ def compact_now(session: Session, *, agent_idle: bool = True, source_command_id:
         return Outcome(session, error=ManualCompactionError(
             "busy", "manual compaction requires an idle agent with no waking queued work"),
             labels=("compactNow: agent not idle",))
-    span = select_compactable_range(session, measure(session), 0)
+    seams = active()
+    span = seams.select_compactable_range(session, seams.measure(session), 0)
     if span is None:
         return Outcome(session, labels=("compactNow: no compactable range",))
-    tx = compact_surface_region(session, span.start, span.end,
-                                TransactionOptions.manual(source_command_id, max_tokens=max_tokens),
-                                summarizer, faults, False)
+    tx = seams.compact_surface_region(session, span.start, span.end,
+                                      TransactionOptions.manual(source_command_id, max_tokens=max_tokens),
+                                      summarizer, faults, False)
     if tx.error is not None and tx.agent_aborted:
         return Outcome(tx.session, error=ManualCompactionError("cancelled", "manual compaction was cancelled",
                                                                cause=tx.error), labels=tx.labels)
@@ -72,7 +72,7 @@ def compact_command(session: Session, command_id: str, args: str = "", **kw) -> 
     else:
         outcome = compact_now(session, source_command_id=command_id, **kw)
         session, labels = outcome.session, labels + outcome.labels
-        result = command_result(outcome)
+        result = active().command_result(outcome)
     done = {"commandId": command_id, "kind": result.kind, "text": result.text}
     if result.source_event_seq is not None:
         done["sourceEventSeq"] = result.source_event_seq

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from .errors import TokenMeterError
-from .estimate import ROLE_OVERHEAD, canonical_header, estimate_content, estimate_header, estimate_message, header_equals
+from .estimate import ROLE_OVERHEAD, canonical_header, estimate_content, estimate_header, estimate_message
 from .event import Event
 from .frozen import quick_init
+from .seams import active
 from .surface import derive_event_message
 
 
@@ -160,7 +161,7 @@ def node_price(event: Event) -> int:
 
 def fold_surface_tokens(nodes: tuple[tuple[int, int], ...], event: Event) -> tuple[int, tuple, int]:
     """`foldSurfaceTokens` (spec 4.2): (event price, new nodes, signed delta). Never uses claims."""
-    tokens = node_price(event)
+    tokens = active().node_price(event)
     if event.is_append:
         return tokens, nodes + ((event.seq, tokens),), tokens
     op = event.replace
@@ -262,20 +263,21 @@ def measure_state(state: MeterState, request_header: dict | None = None) -> Meas
     )
 
 
-_last_match: tuple = (None, None, None, False)  # (anchor, header, header_equals, answer) of the last comparison
+_last_match: tuple = (None, None, None, False)  # (anchor, header, seams, answer) of the last comparison
 
 
 def _anchor_matches(anchor: Anchor, header: dict | None) -> bool:
     """`optionalHeaderEquals(anchor.header, header)`, remembered for the last anchor and header objects compared:
     both are immutable values (spec 1.1) that stay the same across many measures (a step's), while
     `headerEquals` walks configs, markers, system and tools each time. Keyed by identity, and by the
-    `header_equals` in force, so a patched comparison (an explorer variant) is never answered from the memo."""
+    seams in force, so another `header_equals` (an explorer variant) is never answered from the memo."""
     global _last_match
-    last_anchor, last_header, last_equals, answer = _last_match
-    if last_anchor is anchor and last_header is header and last_equals is header_equals:
+    last_anchor, last_header, last_seams, answer = _last_match
+    seams = active()
+    if last_anchor is anchor and last_header is header and last_seams is seams:
         return answer
     answer = _optional_header_equals(anchor.header, header)
-    _last_match = (anchor, header, header_equals, answer)
+    _last_match = (anchor, header, seams, answer)
     return answer
 
 
@@ -284,19 +286,19 @@ def _optional_header_equals(left: dict | None, right: dict | None) -> bool:
     JSON value (spec 1.3 step 1 refuses NaN, the one value `===` finds unequal to itself) equals itself."""
     if left is None or right is None:
         return left is right
-    return left is right or header_equals(left, right)
+    return left is right or active().header_equals(left, right)
 
 
 def replay_meter(events, event_at: Callable[[int], Event | None] | None = None) -> MeterState:
     """Fold the meter over a log from seq 0 (what the first `measure()` does, spec 4.2 `_sync`)."""
     log = events if isinstance(events, (list, tuple)) else list(events)
     lookup = event_at or (lambda seq: log[seq] if 0 <= seq < len(log) else None)
-    state = MeterState()
+    state, fold = MeterState(), active().fold_meter
     for event in log:
-        state = fold_meter(state, event, lookup)
+        state = fold(state, event, lookup)
     return state
 
 
 def measure(session, request_header: dict | None = None) -> Measurement:
     """`TokenMeter.measure(session)` over a :class:`~model.session.Session` (recount from seq 0: clarity first)."""
-    return measure_state(replay_meter(session.log, session.event_at), request_header)
+    return measure_state(active().replay_meter(session.log, session.event_at), request_header)

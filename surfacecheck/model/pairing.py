@@ -13,8 +13,8 @@ from typing import NamedTuple
 from .errors import ToolPairingError
 from .event import Event
 from .session import Session
-from . import walk
 from .frozen import quick_init
+from .seams import active
 from .walk import Walk
 
 
@@ -83,7 +83,7 @@ def _fold_continues(fold: Fold, new_nodes, session: Session, open_calls: int) ->
 def _fold_step(fold: Fold, new_nodes, session: Session, open_calls: int):
     """Fold one node: its delta moves the running count; the cut after it is balanced at zero."""
     seq = new_nodes[fold.position]
-    running = fold.running + event_delta(_lookup(session, seq))
+    running = fold.running + active().event_delta(_lookup(session, seq))
     if running < 0:
         raise ToolPairingError(
             f"tool-pairing balance: tool/result at surface seq {seq} has no matching tool-call (corrupt surface)",
@@ -97,7 +97,8 @@ PAIRING_FOLD = Walk("pairing fold (spec 3)", _fold_start, _fold_continues, _fold
 
 def extend_cuts(cuts: Cuts, session: Session, new_nodes: tuple[int, ...]) -> Cuts:
     """Fold unseen tail nodes onto `cuts` (spec 3 incremental extension; transactional: raises, never half-applies)."""
-    fold, balanced = walk.run(PAIRING_FOLD, new_nodes, session, cuts.open_calls)
+    seams = active()
+    fold, balanced = seams.walk_run(seams.pairing_fold, new_nodes, session, cuts.open_calls)
     return Cuts(cuts.nodes + new_nodes, cuts.balanced + balanced, fold.running, session.generation)
 
 

@@ -11,12 +11,10 @@ from dataclasses import dataclass
 
 from .config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
 from .errors import CompactionError, ModelError, TargetPressureConfigError
-from .meter import measure
-from .pruner import prune_session
-from .region import assert_no_active_compaction, select_compactable_range
+from .seams import active
 from .session import Session, request_header
 from .summarizer import ScriptedSummarizer
-from .transaction import NO_FAULTS, Faults, Outcome, TransactionOptions, compact_surface_region
+from .transaction import NO_FAULTS, Faults, Outcome, TransactionOptions
 
 PRESSURE = "pressure"
 OVERFLOW = "context-overflow"
@@ -35,7 +33,7 @@ def summary_max_tokens(session: Session, config) -> int:
     """`summarize()` (spec 8.3, D6; compaction-basic `index.ts` `summarize`): every summary request — pressure,
     overflow and manual `/compact` alike — asks for the routed target policy's `maxTokens`, or the base
     config's when no route is logged."""
-    target = routed_target(session)
+    target = active().routed_target(session)
     return resolve_target_policy(config, *target).max_tokens if target is not None else config.max_tokens
 
 
@@ -60,24 +58,26 @@ def _join(*parts: tuple[str, ...]) -> tuple[str, ...]:
 
 def _prune_first(session: Session, env: Environment, labels: list[str]) -> Outcome:
     """Seed §5 / spec 9.2 step 9, 10.2: prune, then remeasure; value = the new measurement."""
-    pruned = prune_session(session, env.policy.pruner, env.faults)
+    seams = active()
+    pruned = seams.prune_session(session, env.policy.pruner, env.faults)
     labels = tuple(labels) + pruned.labels
     if pruned.error is not None:
         return Outcome(pruned.session, error=pruned.error, labels=labels)
-    return Outcome(pruned.session, value=measure(pruned.session), labels=labels)
+    return Outcome(pruned.session, value=seams.measure(pruned.session), labels=labels)
 
 
 def compact_if_needed(session: Session, mode: str, env: Environment, signal_aborted: bool = False) -> Outcome:
     """`BasicCompactionEngine.compactIfNeeded(agent, mode)`; value = last CompactionResult or None."""
+    seams = active()
     if mode == OVERFLOW:
-        return _overflow(session, env, signal_aborted)
-    target = routed_target(session)
+        return seams.overflow_compaction(session, env, signal_aborted)
+    target = seams.routed_target(session)
     if target is None:
         return Outcome(session, labels=("pressure: no routed target in the logged header; no-op",))
     policy = resolve_target_policy(env.policy.compaction, *target)
-    measurement = measure(session)
+    measurement = seams.measure(session)
     try:
-        assert_no_active_compaction(session, "automatic pressure compaction")
+        seams.assert_no_active_compaction(session, "automatic pressure compaction")
         window = env.context_window(target)
         if window is None:
             raise TargetPressureConfigError(policy.key, f"compaction-basic: no context capacity for {policy.key}; "
@@ -100,7 +100,7 @@ def compact_if_needed(session: Session, mode: str, env: Environment, signal_abor
     options = TransactionOptions(max_tokens=spec.max_tokens)
     for attempt in range(spec.compaction_retries + 1):
         try:
-            span = select_compactable_range(session, measurement, spec.retain_tokens)
+            span = seams.select_compactable_range(session, measurement, spec.retain_tokens)
         except ModelError as error:
             return Outcome(session, value=result, error=error, labels=tuple(labels))
         if span is None:
@@ -109,12 +109,13 @@ def compact_if_needed(session: Session, mode: str, env: Environment, signal_abor
                 return Outcome(session, labels=tuple(labels))
             break
         labels.append(f"pressure attempt {attempt + 1}: range {span.start}-{span.end} (retain {spec.retain_tokens})")
-        tx = compact_surface_region(session, span.start, span.end, options, env.summarizer, env.faults, signal_aborted)
+        tx = seams.compact_surface_region(session, span.start, span.end, options, env.summarizer, env.faults,
+                                          signal_aborted)
         session, labels = tx.session, labels + list(tx.labels)
         if tx.error is not None:
             return Outcome(session, value=result, error=tx.error, labels=tuple(labels))
         result = tx.value
-        measurement = measure(session)
+        measurement = seams.measure(session)
         if measurement.total_tokens < spec.threshold_tokens:
             labels.append(f"pressure: {measurement.total_tokens} now below threshold {spec.threshold_tokens}")
             return Outcome(session, value=result, labels=tuple(labels))
@@ -126,23 +127,24 @@ def compact_if_needed(session: Session, mode: str, env: Environment, signal_abor
 
 def _overflow(session: Session, env: Environment, signal_aborted: bool) -> Outcome:
     """`compactIfNeeded(agent, 'context-overflow')` (spec 10.2): prune, then one retain-0 summary."""
-    if routed_target(session) is None:
+    seams = active()
+    if seams.routed_target(session) is None:
         return Outcome(session, labels=("overflow: no routed target; nothing to compact",))
     labels: list[str] = []
-    measurement = measure(session)
+    measurement = seams.measure(session)
     if env.policy.pruner is not None:
         pruned = _prune_first(session, env, labels)
         if pruned.error is not None:
             return pruned
         session, labels, measurement = pruned.session, list(pruned.labels), pruned.value
-    span = select_compactable_range(session, measurement, 0)
+    span = seams.select_compactable_range(session, measurement, 0)
     if span is None:
         return Outcome(session, labels=tuple(labels) + ("overflow: no compactable range (retain 0)",))
     labels.append(f"overflow: range {span.start}-{span.end} (retain 0)")
-    target = routed_target(session)
+    target = seams.routed_target(session)
     policy = resolve_target_policy(env.policy.compaction, *target)
-    tx = compact_surface_region(session, span.start, span.end, TransactionOptions(max_tokens=policy.max_tokens),
-                                env.summarizer, env.faults, signal_aborted)
+    tx = seams.compact_surface_region(session, span.start, span.end, TransactionOptions(max_tokens=policy.max_tokens),
+                                      env.summarizer, env.faults, signal_aborted)
     return Outcome(tx.session, value=tx.value, error=tx.error, aborted=tx.aborted, labels=tuple(labels) + tx.labels)
 
 
@@ -166,8 +168,8 @@ def on_request_error(session: Session, state: OverflowState, failure_code: str, 
             state, False
     if failure_code != "CONTEXT_WINDOW_EXCEEDED" or signal_aborted:
         return Outcome(session, labels=("request error: not an overflow, or cancelled; next()",)), state, False
-    state = OverflowState(state.retries, True)
-    target = routed_target(session)
+    state, seams = OverflowState(state.retries, True), active()
+    target = seams.routed_target(session)
     if target is None:
         return Outcome(session, labels=("overflow: no routed target; next()",)), state, False
     policy = resolve_target_policy(env.policy.compaction, *target)
@@ -175,7 +177,7 @@ def on_request_error(session: Session, state: OverflowState, failure_code: str, 
         return Outcome(session, labels=(f"overflow: retries exhausted ({state.retries} >= "
                                         f"{policy.max_overflow_retries}); the request error stands",)), state, False
     gen0 = session.generation
-    outcome = compact_if_needed(session, OVERFLOW, env, signal_aborted)
+    outcome = seams.compact_if_needed(session, OVERFLOW, env, signal_aborted)
     advanced = outcome.session.generation > gen0
     aborted = signal_aborted or outcome.aborted
     if outcome.error is not None:

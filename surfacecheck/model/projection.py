@@ -17,7 +17,7 @@ from .errors import ProjectionClaimError
 from .estimate import canonical_header, estimate_system_tokens, estimate_tools_tokens
 from .event import METERING_EVENT_TYPES, Event
 from .frozen import quick_init
-from .meter import node_price
+from .seams import active
 
 
 @quick_init
@@ -48,7 +48,7 @@ def fold_claim(claim: Claim | None, event: Event) -> ClaimStep:
         return ClaimStep(0, Claim(rng["start"], rng["end"], data["shadowedTokenCount"]), "arm")
     if not (event.is_surface_type and (event.is_append or event.replace is not None)):
         return ClaimStep(0, None, "expire" if claim is not None else "none")
-    tokens = node_price(event)
+    tokens = active().node_price(event)
     if event.is_append:
         return ClaimStep(tokens, None, "append")
     op = event.replace
@@ -73,7 +73,7 @@ class SurfaceProjection:
 
 
 def fold_projection(state: SurfaceProjection, event: Event) -> SurfaceProjection:
-    step = fold_claim(state.claim, event)
+    step = active().fold_claim(state.claim, event)
     return SurfaceProjection(state.total + step.delta, step.claim)
 
 
@@ -147,7 +147,7 @@ class ContextPressure:
 
 
 def fold_pressure(state: ContextPressure, event: Event) -> ContextPressure:
-    step = fold_claim(state.claim, event)
+    step = active().fold_claim(state.claim, event)
     nxt = state
     if event.type == "request/context":
         nxt = replace(nxt, context_window=event.data.get("contextWindow"))
@@ -173,7 +173,7 @@ class ContextBreakdown:
 
 
 def fold_breakdown(state: ContextBreakdown, event: Event) -> ContextBreakdown:
-    step = fold_claim(state.claim, event)
+    step = active().fold_claim(state.claim, event)
     system, tools = state.system_tokens, state.tools_tokens
     if event.type == "request/header":
         header = canonical_header(event.data.get("header"))

@@ -12,9 +12,9 @@ from typing import NamedTuple
 
 from .errors import CompactionError, ManualCompactionError
 from .meter import Measurement
-from .pairing import Cuts, fold_cuts
+from .pairing import Cuts
+from .seams import active
 from .session import END_SEED, Session
-from . import walk
 from .walk import Walk
 
 
@@ -57,7 +57,8 @@ RETENTION_WALK = Walk("retention walk (spec 7 step 3)", _retention_start, _reten
 
 def retention_index(prices: tuple[int, ...], retain_tokens: int) -> int:
     """Spec 7 step 3: the largest index whose suffix sum reaches the budget; the last node is always kept."""
-    return walk.run(RETENTION_WALK, prices, retain_tokens)[0].keep
+    seams = active()
+    return seams.walk_run(seams.retention_walk, prices, retain_tokens)[0].keep
 
 
 def _balance_start(balanced, keep: int) -> int:
@@ -78,7 +79,8 @@ BALANCE_WALK = Walk("balance walk (spec 7 step 4)", _balance_start, _balance_con
 
 def nearest_balanced_cut(balanced: tuple[bool, ...], keep: int) -> int:
     """Spec 7 step 4: the nearest balanced cut at or head-ward of ``keep`` (0 when there is none)."""
-    return walk.run(BALANCE_WALK, balanced, keep)[0]
+    seams = active()
+    return seams.walk_run(seams.balance_walk, balanced, keep)[0]
 
 
 def select_compactable_range(session: Session, measurement: Measurement, retain_tokens: int) -> Range | None:
@@ -89,10 +91,11 @@ def select_compactable_range(session: Session, measurement: Measurement, retain_
     nodes = session.nodes
     if nodes != measurement.seqs:
         raise CompactionError("compaction: token-meter surface does not match the current session surface")
-    keep = retention_index(measurement.prices, retain_tokens)
+    seams = active()
+    keep = seams.retention_index(measurement.prices, retain_tokens)
     if keep == 0:
         return None
-    keep = nearest_balanced_cut(fold_cuts(session).balanced, keep)
+    keep = nearest_balanced_cut(seams.fold_cuts(session).balanced, keep)
     if keep == 0:
         return None
     return Range(nodes[0], nodes[keep - 1])
@@ -123,7 +126,7 @@ def validate_surface_region(session: Session, start: int, end: int, cuts: Cuts |
             f"compactRegion: start seq {start} (position {start_index}) is after end seq {end} "
             f"(position {end_index}) on the surface"
         )
-    cuts = cuts or fold_cuts(session)
+    cuts = cuts or active().fold_cuts(session)
     if not cuts.balanced[start_index]:
         raise CompactionError(
             f"compactRegion: start seq {start} is not a balanced boundary (would split a step's tool-call/result pair)"

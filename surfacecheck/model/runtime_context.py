@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from .errors import ModelError
+from .seams import active
 from .event import ABSENT, Event, js_read
 
 RUNTIME_CONTEXT_SOURCE = "@deepseek-ai/dsh-system-prompt"
@@ -271,7 +272,7 @@ def project(
 
 def project_sections(retained: Retained, sections: Sequence[Any], *, id: str = DEFAULT_SNAPSHOT_ID) -> dict | None:
     """Pre-step step 4 (spec 13): `project(joinContextSections(sections), sections)` (seed §14; spec 12)."""
-    return project(retained, join_context_sections(sections), sections, id=id)
+    return active().project(retained, join_context_sections(sections), sections, id=id)
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from .errors import SeedError, SessionAppendError, SurfaceError
 from .event import ABSENT, ENVELOPE_KEYS, Event
 from .frozen import quick_init
 from .jsvalue import is_nonneg_safe_integer, is_safe_integer, plain_json_first
+from .seams import active
 from .surface import Surface, derive_event_message, next_surface
 
 END_SEED = "session/end-seed"
@@ -115,7 +116,7 @@ def append(
         surface_op=surface_op,
         source_event_seqs=source_event_seqs,
     )
-    return commit(session, event), event
+    return active().commit(session, event), event
 
 
 def commit(session: Session, event: Event) -> Session:
@@ -230,7 +231,7 @@ def seed_step(session: Session, event: Event, index: int) -> Session:
             seq=event.seq,
         )
     try:
-        return commit(session, event)
+        return active().commit(session, event)
     except SurfaceError as error:
         raise SeedError(f"invalid seed event at index {index}: {error.message}", seq=event.seq) from error
 
@@ -271,5 +272,5 @@ def replay_events(events: Sequence[Event]) -> Session:
     """Rebuild a session from a stored log without adding an end-seed (spec 2.2 `foldSurface` checks only)."""
     session = Session()
     for event in events:
-        session = commit(session, event)
+        session = active().commit(session, event)
     return session

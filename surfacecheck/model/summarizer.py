@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SummarizerError
+from .seams import active
 from .session import Session, request_header
 from .surface import derive_event_message
 
@@ -45,7 +46,7 @@ def checkpoint_source(compaction_id: str, source_command_id: str | None) -> dict
 
 def checkpoint_message(summary: list[dict], compaction_id: str, source_command_id: str | None, message_id: str) -> dict:
     """`createUserMessage({content: frameSummary(s), source})` with dsh's key order."""
-    return {"content": frame_summary(summary), "source": checkpoint_source(compaction_id, source_command_id),
+    return {"content": active().frame_summary(summary), "source": checkpoint_source(compaction_id, source_command_id),
             "role": "user", "id": message_id}
 
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import AbortError, CompactionError, ManualCompactionError, ModelError, SurfaceChangedError
-from .estimate import estimate_message
 from .event import Event
-from .meter import measure
-from .region import Selection, inspect_entry_state, lock_is_live, validate_surface_region
+from .region import Selection, lock_is_live
+from .seams import active
 from .session import Session, append
 from .summarizer import ScriptedSummarizer, checkpoint_message, run_script, summarization_input
 
@@ -119,8 +118,9 @@ def compact_surface_region(
         return Outcome(session, error=AbortError(), aborted=True, labels=("entry: caller signal already aborted",))
     # -- 8.1 synchronous entry ----------------------------------------------------------------
     try:
-        selection = validate_surface_region(session, start, end)
-        entry = inspect_entry_state(session)
+        seams = active()
+        selection = seams.validate_surface_region(session, start, end)
+        entry = seams.inspect_entry_state(session)
         if lock_is_live(entry):
             raise ManualCompactionError(
                 "busy", "compaction: compaction already in progress; the session compaction lock is already active")
@@ -145,7 +145,7 @@ def compact_surface_region(
     agent_aborted = False
     try:
         # -- 8.2 step 7: prepare ---------------------------------------------------------------
-        before = measure(session)
+        before = seams.measure(session)
         selected = before.nodes[selection.start_index : selection.end_index + 1]
         if tuple(seq for seq, _ in selected) != selection.shadowed:
             raise SurfaceChangedError("compaction: selected surface changed before summarization began")
@@ -174,7 +174,7 @@ def compact_surface_region(
         # -- step 9-10: frame and the shrink rule ----------------------------------------------
         checkpoint = checkpoint_message(list(summarized.summary), compaction_id, options.source_command_id,
                                         f"checkpoint-{compaction_id}")
-        framed = estimate_message(checkpoint)
+        framed = seams.checkpoint_price(checkpoint)
         if framed >= shadowed_tokens:
             raise CompactionError(f"summary is not smaller than the shadowed content ({framed} estimated framed "
                                   f"tokens >= {shadowed_tokens})")
@@ -251,17 +251,18 @@ def compact_surface_region(
 
 def _assert_stable(session: Session, options: TransactionOptions, selection: Selection, before, selected) -> None:
     """Spec 8.2 step 12: whole-surface (automatic) or selected-span (manual) stability."""
+    seams = active()
     if options.stability == "whole-surface":
-        if measure(session).nodes != before.nodes:
+        if seams.measure(session).nodes != before.nodes:
             raise SurfaceChangedError("compaction: session surface changed during summarization")
         return
     try:
-        current = validate_surface_region(session, selection.start, selection.end)
+        current = seams.validate_surface_region(session, selection.start, selection.end)
     except ModelError as error:
         raise SurfaceChangedError("compaction: the selected span is no longer a valid replacement target") from error
     if current.shadowed != selection.shadowed:
         raise SurfaceChangedError("compaction: the selected span changed during summarization")
-    if measure(session).nodes[current.start_index : current.end_index + 1] != selected:
+    if seams.measure(session).nodes[current.start_index : current.end_index + 1] != selected:
         raise SurfaceChangedError("compaction: the selected span was rewritten during summarization")
 
 

@@ -15,15 +15,14 @@ from typing import Any
 from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 from surfacecheck.model.manual import MESSAGES, compact_command
 from surfacecheck.model.meter import measure_state
-from surfacecheck.model.policy import (PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow,
-                          summary_max_tokens)
+from surfacecheck.model.policy import PRESSURE, Environment, OverflowState, reset_overflow, summary_max_tokens
 from surfacecheck.model.prune_content import resolve_pruner_config
 from surfacecheck.model.pruner import prune_session
-from surfacecheck.model.region import select_compactable_range
-from surfacecheck.model.runtime_context import project_sections, restore_retained
+from surfacecheck.model.runtime_context import project_sections
+from surfacecheck.model.seams import active
 from surfacecheck.model.session import append, seeded
 from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
-from surfacecheck.model.transaction import TransactionOptions, compact_surface_region
+from surfacecheck.model.transaction import TransactionOptions
 
 from ..core.protocol import ProtocolError, bind_level_ops
 from .codec import (claimed_messages, command_raw_input, compaction_result, configure_args, context_sections,
@@ -105,7 +104,7 @@ class _Ops:
         if self.rt.meter_error is not None:
             return refusal(self.rt.meter_error)
         try:
-            span = select_compactable_range(self.rt.session, measure_state(self.rt.meter), retain)
+            span = active().select_compactable_range(self.rt.session, measure_state(self.rt.meter), retain)
         except ModelError as exc:
             return refusal(exc)
         except _SHAPE_ERRORS as exc:
@@ -134,7 +133,7 @@ class _Ops:
         manual = require(args, "manual", bool, optional=True, default=False)
         aborted = require(args, "aborted", bool, optional=True, default=False)
         try:
-            outcome, common = self._run(args, lambda s, summ, f: compact_surface_region(
+            outcome, common = self._run(args, lambda s, summ, f: active().compact_surface_region(
                 s, start, end, self._compact_options(s, manual), summ, f, aborted))
         except ModelError as exc:
             return refusal(exc)
@@ -171,7 +170,7 @@ class _Ops:
         else:
             env = self.state.env
             try:
-                outcome, common = self._run(args, lambda s, summ, f: compact_if_needed(
+                outcome, common = self._run(args, lambda s, summ, f: active().compact_if_needed(
                     s, PRESSURE, dc_replace(env, summarizer=summ, faults=f)))
             except ModelError as exc:
                 return refusal(exc)
@@ -228,8 +227,8 @@ class _Ops:
         box: dict = {}
 
         def transition(session, summ, f):
-            outcome, state, retry = on_request_error(session, self.state.overflow, code,
-                                                     dc_replace(env, summarizer=summ, faults=f), aborted)
+            outcome, state, retry = active().on_request_error(session, self.state.overflow, code,
+                                                              dc_replace(env, summarizer=summ, faults=f), aborted)
             box.update(state=state, retry=retry)
             return outcome
 
@@ -273,7 +272,7 @@ class _Ops:
         except ModelError as exc:
             return refusal(exc)
         try:  # the agent's constructor scan (spec 12): dsh's throw makes agent creation fail
-            retained = restore_retained(session)
+            retained = active().restore_retained(session)
         except ModelError as exc:
             return refusal(exc)
         before_len = len(self.rt.session.log)

@@ -17,10 +17,11 @@ from typing import Any, Callable
 
 from surfacecheck.model.errors import ModelError
 from surfacecheck.model.event import Event
-from surfacecheck.model.meter import MeterState, fold_meter, measure_state
-from surfacecheck.model.pairing import Cuts, refresh_cuts
-from surfacecheck.model.projection import ContextBreakdown, SurfaceProjection, TokenUsage, fold_breakdown, fold_claim, fold_usage
+from surfacecheck.model.meter import MeterState, measure_state
+from surfacecheck.model.pairing import Cuts
+from surfacecheck.model.projection import ContextBreakdown, SurfaceProjection, TokenUsage, fold_breakdown
 from surfacecheck.model.runtime_context import NEVER, fold_retained
+from surfacecheck.model.seams import active
 from surfacecheck.model.session import Session, append
 
 from ..core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
@@ -84,20 +85,21 @@ class ModelRuntime:
             self._fold(event)
 
     def _fold(self, event: Event) -> None:
+        seams = active()
         if self.meter_error is None:
             try:
-                self.meter = fold_meter(self.meter, event, self.session.event_at)
+                self.meter = seams.fold_meter(self.meter, event, self.session.event_at)
             except _FOLD_ERRORS as exc:
                 self.meter_error = _as_model_error(exc, event)
         if self.projection_error is None:
             try:
-                step = fold_claim(self.projection.claim, event)
+                step = seams.fold_claim(self.projection.claim, event)
                 self.projection = SurfaceProjection(self.projection.total + step.delta, step.claim)
             except _FOLD_ERRORS as exc:
                 self.projection_error = _as_model_error(exc, event)
         if self.usage is not None:
             try:
-                self.usage = fold_usage(self.usage, event)
+                self.usage = seams.fold_usage(self.usage, event)
             except _FOLD_ERRORS:
                 self.usage = None
         if self.breakdown is not None:
@@ -113,7 +115,7 @@ class ModelRuntime:
         """Spec 3 `balanceCache`: extend within a generation, rebuild after a replace. Raises ToolPairingError.
         A refresh that threw throws the same again while the surface, the cache and the fold are the very ones it
         threw on (the same nodes over the same append-only events): a corrupt surface is not refolded per query."""
-        surface, failed = self.session.surface, self._cuts_failure
+        surface, failed, refresh_cuts = self.session.surface, self._cuts_failure, active().refresh_cuts
         if failed is not None and failed[0] is surface and failed[1] is self.cuts and failed[2] is refresh_cuts:
             raise copy.copy(failed[3])
         try:

@@ -75,13 +75,13 @@ def min_price(kind: int, calls: int) -> int:
 
 
 def delta_table() -> dict[tuple[int, int], int]:
-    """Spec 3 ``eventDelta`` per (kind, calls), read from ``model.pairing.event_delta``."""
-    from surfacecheck.model import pairing
+    """Spec 3 ``eventDelta`` per (kind, calls), read from the model's ``event_delta`` seam in force."""
+    from surfacecheck.model.seams import active
 
-    table = {}
+    table, event_delta = {}, active().event_delta
     for kind in (USER, ASSISTANT, RESULT):
         for calls in range(MAX_CALLS + 1) if kind == ASSISTANT else (0,):
-            table[(kind, calls)] = pairing.event_delta(_event(*node_data(kind, calls, 1, "probe")))
+            table[(kind, calls)] = event_delta(_event(*node_data(kind, calls, 1, "probe")))
     return table
 
 

@@ -13,6 +13,7 @@ import z3
 
 from surfacecheck.model import region
 from surfacecheck.model.region import Range
+from surfacecheck.model.seams import active
 
 from .concrete import surface_steps
 from .encoding import SymbolicSurface, pairing_patch
@@ -26,8 +27,8 @@ NULL, RAISED = -1, -2
 
 
 def model_select(session, measurement, retain):
-    """The model as it is now (looked up at call time, so a patched model is what gets proved)."""
-    return region.select_compactable_range(session, measurement, retain)
+    """The model's range selection in the seams active now (so a broken model is what gets proved)."""
+    return active().select_compactable_range(session, measurement, retain)
 
 
 def spec_facts(surface: SymbolicSurface, budget):

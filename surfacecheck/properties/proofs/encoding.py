@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 
 import z3
 
-from surfacecheck.model import pairing
 
 from .concrete import ASSISTANT, MAX_CALLS, MAX_PRICE, RESULT, USER, delta_table, min_price
-from .symexec import SymInt, patched
+from .symexec import SymInt, standing_in
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def symbolic_delta(node: Node) -> SymInt:
 
 def pairing_patch():
     """Run the real pairing fold with each node's delta read from the encoding."""
-    return patched(pairing, event_delta=symbolic_delta)
+    return standing_in(event_delta=symbolic_delta)
 
 
 @dataclass

@@ -25,11 +25,12 @@ from surfacecheck.model.config import CompactionConfig, RuntimePolicy
 from surfacecheck.model.event import Event
 from surfacecheck.model.policy import PRESSURE, Environment, OverflowState
 from surfacecheck.model.region import Range
+from surfacecheck.model.seams import active
 from surfacecheck.model.surface import Surface, SurfacePlan
 from surfacecheck.model.transaction import Outcome
 
 from .obligation import PROVED, REFUTED, Clause, ObligationResult, Stopwatch, check, fold_status
-from .symexec import SymBool, SymInt, explore, expr, patched
+from .symexec import SymBool, SymInt, explore, expr, standing_in
 from surfacecheck.core.trace import Step
 
 NAME = "generation-progress"
@@ -59,7 +60,7 @@ def overflow_paths(listener=None):
     """(b) Explore ``on_request_error`` (or ``listener``); returns (paths, symbols)."""
     g0, g1, r, M = z3.Ints("g0 g1 r M")
     failed, aborted_after, signal = z3.Bools("failed aborted_after signal")
-    listener = listener or (lambda *args: policy.on_request_error(*args))
+    listener = listener or (lambda *args: active().on_request_error(*args))
 
     def compact(session, mode, env, signal_aborted=False):
         after = _Session(generation=SymInt(g1))
@@ -71,7 +72,7 @@ def overflow_paths(listener=None):
     env = Environment(policy=RuntimePolicy(CompactionConfig(max_overflow_retries=SymInt(M))))
     premises = [g0 >= 0, g1 >= g0, r >= 0, M >= 0]  # generations never go down (part a)
     paths = []
-    with patched(policy, compact_if_needed=compact, routed_target=lambda session: ("prov", "mod")):
+    with standing_in(compact_if_needed=compact, routed_target=lambda session: ("prov", "mod")):
         for code in (OVERFLOW_CODE, "RATE_LIMITED"):
             paths += explore(lambda: listener(_Session(generation=SymInt(g0)), OverflowState(SymInt(r), False), code,
                                               env, SymBool(signal)), premises=premises)
@@ -135,8 +136,8 @@ def pressure_summaries(retries: int) -> str:
         outcome = policy.compact_if_needed(SimpleNamespace(generation=0), PRESSURE, env)
         return len(calls), outcome
 
-    with patched(policy, measure=measure_fn, select_compactable_range=select_fn, compact_surface_region=compact_fn,
-                 routed_target=lambda session: ("prov", "mod"), assert_no_active_compaction=lambda s, stage: None):
+    with standing_in(measure=measure_fn, select_compactable_range=select_fn, compact_surface_region=compact_fn,
+                     routed_target=lambda session: ("prov", "mod"), assert_no_active_compaction=lambda s, stage: None):
         paths = explore(run)
     goals = [z3.Implies(p.condition, z3.BoolVal(p.error is None and p.value[0] <= retries + 1)) for p in paths]
     return check([], z3.And(goals))[0]
@@ -147,7 +148,7 @@ def summary_lowers_price() -> str:
     a, b, c, ckpt = z3.Ints("a b c ckpt")
     event = Event("user/message", 9, 0, {}, {"op": "replace", "start": 2, "end": 3})
     nodes = ((1, SymInt(a)), (2, SymInt(b)), (3, SymInt(c)))
-    with patched(meter, node_price=lambda event: SymInt(ckpt)):
+    with standing_in(node_price=lambda event: SymInt(ckpt)):
         paths = explore(lambda: meter.fold_surface_tokens(nodes, event))
     goal = z3.And([z3.Implies(p.condition, expr(p.value[2]) < 0) for p in paths])
     return check([a >= 0, b >= 0, c >= 0, ckpt >= 0, ckpt < b + c], goal)[0]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import z3
 
-from surfacecheck.model import pairing
 from surfacecheck.model.pairing import extend_cuts, fold_cuts
+from surfacecheck.model.seams import active
 
 from .concrete import USER, NodeWriter, append_step, delta_table, realize
 from .encoding import FakeSession, Node, SymbolicSurface, pairing_patch
@@ -24,8 +24,8 @@ SECTION = "spec 3 (balanceCache: extend on append, rebuild per generation); seed
 
 
 def model_refresh(cached, session):
-    """The model's ``refresh_cuts`` as it is now (looked up at call time)."""
-    return pairing.refresh_cuts(cached, session)
+    """The model's ``refresh_cuts`` in the seams active now."""
+    return active().refresh_cuts(cached, session)
 
 
 def refresh_ignoring_generation(cached, session):

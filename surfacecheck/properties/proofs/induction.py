@@ -2,7 +2,7 @@
 
 The model writes each of its loops as a :class:`model.walk.Walk` (a start, a guard, a step). Here a
 surface of *symbolic* length is a :class:`SymSeq` (its length a Z3 integer, its elements Z3 functions of
-the position), and while :func:`summarizing` is active ``model.walk.run`` is replaced by a stand-in
+the position), and while :func:`summarizing` is active the model's ``walk_run`` seam is a stand-in
 that does not iterate. Over a walk with a symbolic sequence it
 
 * names the state after k steps by Z3 functions of k (``state(k)``) and the number of steps taken
@@ -29,6 +29,7 @@ from typing import Any, Callable
 import z3
 
 from surfacecheck.model import walk as model_walk
+from surfacecheck.model.seams import active, using
 
 from . import obligation
 from .obligation import PROVED, REFUTED, UNKNOWN
@@ -169,7 +170,7 @@ class WalkRecord:
 
 
 class Summaries:
-    """While active, ``model.walk.run`` over a :class:`SymSeq` is summarized by the invariant the
+    """While active, the ``walk_run`` seam over a :class:`SymSeq` is summarized by the invariant the
     obligation names for that walk (``invariants[walk.name]``)."""
 
     def __init__(self, invariants: dict[str, Callable]):
@@ -229,7 +230,7 @@ class Summaries:
         return record.state(E), out
 
 
-_real_run = model_walk.run
+_real_run = model_walk.run  # the real loop: a walk over concrete items runs as the model runs it
 
 
 @contextlib.contextmanager
@@ -237,13 +238,11 @@ def summarizing(invariants: dict[str, Callable]):
     """Summarize walks over symbolic sequences, and let ``len`` read a symbolic length (everywhere: a
     patched model may call ``len`` from any module; other values get the builtin)."""
     summaries = Summaries(invariants)
-    saved_run = model_walk.run
-    model_walk.run = summaries.run
     builtins.len = sym_len
     try:
-        yield summaries
+        with using(active().replace(walk_run=summaries.run)):
+            yield summaries
     finally:
-        model_walk.run = saved_run
         builtins.len = _builtin_len
 
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import z3
 
-from surfacecheck.model import meter, projection
+from surfacecheck.model import meter
 from surfacecheck.model.event import Event
 from surfacecheck.model.projection import Claim
 
 from .concrete import USER, min_price, realize
 from .obligation import PROVED, REFUTED, UNKNOWN, Clause, ObligationResult, Stopwatch, check
-from .symexec import SymInt, explore, expr, patched
+from .symexec import SymInt, explore, expr, standing_in
 from surfacecheck.core.trace import Step
 
 NAME = "projection-equivalence"
@@ -63,8 +63,8 @@ def _derive(claim_tokens, kind: int, price, shadow, span_price):
     else:
         event = Event("user/message", 9, 0, {}, {"op": "replace", "start": SPAN[0], "end": SPAN[1]})
     price_of = lambda event: SymInt(price)  # noqa: E731 - the symbolic node price (spec 4.1 estimate)
-    with patched(projection, node_price=price_of), patched(meter, node_price=price_of):
-        step = explore(lambda: projection.fold_claim(claim, event))
+    with standing_in(node_price=price_of) as seams:
+        step = explore(lambda: seams.fold_claim(claim, event))
         nodes = ((1, SymInt(z3.IntVal(0))), (SPAN[0], SymInt(span_price)), (SPAN[1], SymInt(z3.IntVal(0))))
         recount = explore(lambda: meter.fold_surface_tokens(nodes, event)) if event.is_surface_type else None
     assert len(step) == 1 and step[0].error is None, "the claim fold branches on no symbolic value here"

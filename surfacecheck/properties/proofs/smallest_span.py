@@ -19,11 +19,12 @@ import z3
 
 from surfacecheck.model import estimate, region, summarizer
 from surfacecheck.model.region import Range
+from surfacecheck.model.seams import active
 
 from .concrete import USER, delta_table
 from .encoding import FakeMeasurement, FakeSession, Node, SymbolicSurface, pairing_patch
 from .obligation import PROVED, REFUTED, Clause, ObligationResult, Stopwatch, check, fold_status
-from .symexec import SymInt, explore, expr, patched
+from .symexec import SymInt, explore, expr, standing_in
 from surfacecheck.core.trace import Step
 
 NAME = "smallest-compactable-span"
@@ -46,14 +47,14 @@ def _text(length) -> SymText:
 
 def framed_price(lengths, frame=None):
     """The model's price of the checkpoint for text blocks of the given symbolic lengths."""
-    original = estimate.js_length
+    original = active().js_length
 
     def js_length(value):
         return value.length if isinstance(value, SymText) else original(value)
 
-    frame_fn = frame or summarizer.frame_summary
+    frame_fn = frame or active().frame_summary
     blocks = [{"type": "text", "text": _text(length)} for length in lengths]
-    with patched(estimate, js_length=js_length), patched(summarizer, frame_summary=frame_fn):
+    with standing_in(js_length=js_length, frame_summary=frame_fn):
         paths = explore(lambda: estimate.estimate_message(summarizer.checkpoint_message(blocks, "c", None, "m")))
     assert len(paths) == 1 and paths[0].error is None, paths[0].error
     return expr(paths[0].value)

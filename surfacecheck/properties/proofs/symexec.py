@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 import z3
 
+from surfacecheck.model.seams import active, using
+
 _ACTIVE: list["_Run"] = []
 
 
@@ -252,13 +254,8 @@ def select(paths: list[Path], project: Callable[[Path], Any], default) -> Any:
 
 
 @contextlib.contextmanager
-def patched(module, **attrs):
-    """Temporarily replace module attributes (the symbolic stand-ins for event reads)."""
-    saved = {name: getattr(module, name) for name in attrs}
-    for name, value in attrs.items():
-        setattr(module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+def standing_in(**stand_ins):
+    """The model runs with these seams replaced (the symbolic stand-ins for event reads and prices), on top
+    of the seams active on entry (:mod:`surfacecheck.model.seams`)."""
+    with using(active().replace(**stand_ins)) as seams:
+        yield seams

@@ -70,12 +70,8 @@ def install() -> None:
     """Register every proof variant with :func:`surfacecheck.runtime.select.register_variant`."""
     from surfacecheck.runtime.select import register_variant
 
-    from surfacecheck.model import summarizer
-
-    from surfacecheck.runtime import model_levels
-
     from . import cut_legality, generation_progress, incremental_pairing, smallest_span
-    from .symexec import patched
+    from .symexec import standing_in
 
     for name, description, fn in cut_legality.CONTROLS:
         spec = f"model:prove-{name}"
@@ -85,11 +81,10 @@ def install() -> None:
     register_variant(spec, _cuts_refreshed_by(incremental_pairing.refresh_ignoring_generation))
     VARIANTS[spec] = "the cut cache ignores the generation (extends or reuses after a replace)"
     spec = "model:prove-frame-without-closing-tag"
-    register_variant(spec, _ops_under(lambda: patched(summarizer, frame_summary=smallest_span.wrong_frame),
+    register_variant(spec, _ops_under(lambda: standing_in(frame_summary=smallest_span.wrong_frame),
                                       ("compact", "pre_step", "request_error", "manual_compact")))
     VARIANTS[spec] = "the checkpoint frame loses its closing tag (5 tokens cheaper)"
     spec = "model:prove-retry-without-progress"
-    register_variant(spec, _ops_under(lambda: patched(model_levels,
-                                                      on_request_error=generation_progress.retry_without_progress),
+    register_variant(spec, _ops_under(lambda: standing_in(on_request_error=generation_progress.retry_without_progress),
                                       ("request_error",)))
     VARIANTS[spec] = "the overflow listener retries without generation progress (uncounted)"
