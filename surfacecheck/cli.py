@@ -161,11 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     table.set_defaults(func=_run_catalogue)
     for module in CAPABILITIES:
         importlib.import_module(f"surfacecheck.{module}.cli").register(commands)
-    commands.choices["replay"].set_defaults(func=_replay)
+    commands.choices["replay"].set_defaults(func=run_replay)
     return parser
 
 
-def _replay(args: argparse.Namespace) -> int:
+def run_replay(args: argparse.Namespace) -> int:
     """``replay`` hands a trace to the engine that wrote it: an e2e bundle folder re-runs its script on the real
     runtime (``surfacecheck e2e``), any other trace replays in lockstep with the model (``surfacecheck verify``)."""
     from surfacecheck.e2e.bundle import is_e2e_target

@@ -24,7 +24,9 @@ from surfacecheck.core.trace import read_trace
 
 
 def main(argv: list[str]) -> int:
-    """The `surfacecheck` parser with just the commands under test (e2e, and replay for bundles)."""
+    """The `surfacecheck` parser with just the commands under test (e2e, and replay for bundles, which the CLI
+    hands to the engine that wrote the trace)."""
+    from surfacecheck.cli import run_replay
     from surfacecheck.e2e.cli import register
     from surfacecheck.verify.cli import register as register_verify
 
@@ -32,6 +34,7 @@ def main(argv: list[str]) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     register(commands)
     register_verify(commands)
+    commands.choices["replay"].set_defaults(func=run_replay)
     args = parser.parse_args(argv)
     return args.func(args)
 
