@@ -94,7 +94,7 @@ CHECKS = {
     "overflow-retries-exceeded": "retries-within-budget",
     "pressure-attempts-exceeded": "retries-within-budget",
     "cut-unbalanced": "pairing-balanced-at-replacement-edges",
-    "orphan-tool-result": "explore-no-orphan-tool-result",
+    "orphan-tool-result": "no-orphan-tool-result",
     "projection-drift": "promise-projection-exact",
     "runtime-context-gap": "promise-runtime-context-never-lost",
     "tool-result-unknown-call": "promise-pairing-by-id",

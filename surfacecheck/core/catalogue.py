@@ -70,11 +70,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property('smallest-compactable-span', 'spec 8.2 steps 9-10; seed §8', 'compaction', 'invariant',
              'no compact request replaces a span priced 103 tokens or less (the 98-token frame plus the smallest '
              'summary block is never smaller)'),
-    Property('explore-pressure-bounded-response', 'spec 9.2-9.3', 'policy', 'invariant',
+    Property('pressure-bounded-response', 'spec 9.2-9.3', 'policy', 'invariant',
              'a pre-step over the threshold compacts, prunes or records a failure unless nothing is compactable'),
-    Property('explore-no-orphan-tool-result', 'spec 3', 'compaction', 'invariant',
+    Property('no-orphan-tool-result', 'spec 3', 'compaction', 'invariant',
              'the tool-pairing count of the surface never goes below zero (no result without its call)'),
-    Property('explore-model-error', 'spec 9-11 (operations)', 'policy', 'invariant',
+    Property('model-error-free', 'spec 9-11 (operations)', 'policy', 'invariant',
              'a policy operation the agent may legally request is not refused by the model'),
     # -- promises: what the design promises, stronger than what dsh does (spec §15) -----------------------
     Property('promise-projection-exact', 'spec 5.1-5.2, D4; §15 G1', 'log', 'promise',

@@ -6,7 +6,7 @@ step when ``surfacecheck replay`` runs the trace, against any runtime:
 
 * ``explore-no-compaction-loop`` (spec 10.2, seed §12): a ``request_error`` that answers
   ``retry`` without a generation advance closes a loop (the same request overflows again);
-* ``explore-pressure-bounded-response`` (spec 9.2-9.3): a ``pre_step`` over the threshold that
+* ``pressure-bounded-response`` (spec 9.2-9.3): a ``pre_step`` over the threshold that
   neither compacts, prunes nor warns, while a compactable range exists;
 * ``explore-runtime-context-reemitted`` (spec 12 one-request window, seed §14): the latest
   runtime-context snapshot is missing from the surface when two consecutive steps' requests go out.
@@ -47,7 +47,7 @@ class NoCompactionLoop:
         return None
 
 
-@register("explore-pressure-bounded-response", engine="explore")
+@register("pressure-bounded-response", engine="explore")
 class PressureBoundedResponse:
     def __init__(self) -> None:
         self.total, self.routed = None, False
@@ -142,7 +142,7 @@ class RuntimeContextReemitted:
         return None
 
 
-@register("explore-no-orphan-tool-result", engine="explore")
+@register("no-orphan-tool-result", engine="explore")
 class NoOrphanToolResult:
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         cuts = query("cuts", {})
@@ -152,7 +152,7 @@ class NoOrphanToolResult:
         return None
 
 
-@register("explore-model-error", engine="explore")
+@register("model-error-free", engine="explore")
 class ModelErrorFree:
     def observe(self, number: int, step: Step, result: dict, query) -> Violation | None:
         if step.op in ("pre_step", "request_error", "manual_compact", "prune", "reload") and isinstance(result, dict) \

@@ -311,7 +311,7 @@ def run(op: str, phase: str, surf: tuple, routed: bool, retries: int, seen: bool
             raise ValueError(op)
     except Exception as exc:  # a model error escaping an op is itself a finding (the run cannot go on)
         return Effect(surf, tuple(range(len(surf))), retries, seen, "model-error", True, 0, 0, 0, False,
-                      (("explore-model-error", f"{op}: {type(exc).__name__}: {exc}"),), f"{op}: model error")
+                      (("model-error-free", f"{op}: {type(exc).__name__}: {exc}"),), f"{op}: model error")
     new = after.log[len(before.log):]
     codes = dict(zip(seqs, surf))
     new_surf = tuple(codes[s] if s in codes else C.classify(after.log[s]) for s in after.nodes)

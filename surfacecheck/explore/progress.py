@@ -4,7 +4,7 @@
   automatic compaction steps (pressure pre-steps, overflow retries) in which the surface price
   never falls and no step completes. Found as a strongly connected component of that subgraph
   with a cycle; the counterexample is a lasso: the shortest path to the component, then its loop.
-* ``explore-pressure-bounded-response`` (spec 9.2-9.3): from any state over the threshold, within
+* ``pressure-bounded-response`` (spec 9.2-9.3): from any state over the threshold, within
   ``k`` pre-step checks the pressure is relieved, a typed failure is recorded, or the check
   reports no compactable range (spec 9.2 step 11: the documented silent null, §15 G4/G5).
 * ``explore-runtime-context-reemitted`` (spec 12 "one-request window", seed §14): once the
@@ -31,7 +31,7 @@ from .world import CTX, RET, ROUTED, SURF
 
 AUTOMATIC = ("overflow", "step")  # the compaction steps the runtime takes by itself
 RESPONDED = frozenset({"compacted", "pruned", "warned", "null", "unrouted"})
-PROGRESS_PROPERTIES = ("explore-no-compaction-loop", "explore-pressure-bounded-response",
+PROGRESS_PROPERTIES = ("explore-no-compaction-loop", "pressure-bounded-response",
                        "explore-runtime-context-reemitted")
 
 
@@ -264,7 +264,7 @@ def pressure_response(exp: Exploration, k: int = 1):
         return routed & (prices(exp) >= threshold)
 
     return bounded_response(
-        exp, "explore-pressure-bounded-response", over, lambda e: e.kind == "step",
+        exp, "pressure-bounded-response", over, lambda e: e.kind == "step",
         lambda e: e.failure or (e.kind == "step" and e.pkind in RESPONDED), k,
         f"over the threshold ({threshold} tokens) the pre-step neither relieved the pressure nor recorded a failure")
 

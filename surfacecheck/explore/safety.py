@@ -14,8 +14,8 @@ Per transition the model ran (:mod:`.oracle`), on its *real* events:
 * ``retries-within-budget`` (spec 9.2 step 11, 10.2): at most ``compactionRetries + 1``
   summaries per pressure check, one per overflow, ``maxOverflowRetries`` retries per step.
 
-Per state (:func:`check_state`): ``explore-no-orphan-tool-result`` — no tool result without its
-call on the surface (spec 3: the count never goes below zero). ``explore-model-error``: a model
+Per state (:func:`check_state`): ``no-orphan-tool-result`` — no tool result without its
+call on the surface (spec 3: the count never goes below zero). ``model-error-free``: a model
 operation refused or raised where the world's agent made a legal request.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from .prefix import resume
 SAFETY_PROPERTIES = (
     "generation-counts-replaces", "projection-equals-recount", "pairing-balanced-at-replacement-edges", "summaries-smaller",
     "bracket-order", "overflow-retry-after-progress", "retries-within-budget",
-    "explore-no-orphan-tool-result", "explore-model-error",
+    "no-orphan-tool-result", "model-error-free",
 )
 
 
@@ -130,6 +130,6 @@ def check_state(surf: tuple, ret: int) -> list[tuple[str, str]]:
     for index, code in enumerate(surf):
         count += TOOL_DELTA.get(code, 0)
         if count < 0:
-            return [("explore-no-orphan-tool-result", f"surface position {index} ({code}) is a tool result "
+            return [("no-orphan-tool-result", f"surface position {index} ({code}) is a tool result "
                                                       "with no open call before it")]
     return []

@@ -113,7 +113,7 @@ VARIANTS = {
         "a shadowed runtime-context snapshot is never re-emitted",
         (("project", _never_reemit),)),
     "pressure-skipped": Variant(
-        "pressure-skipped", "explore-pressure-bounded-response", "spec 9.2-9.3",
+        "pressure-skipped", "pressure-bounded-response", "spec 9.2-9.3",
         "the pre-step pressure listener never compacts and records nothing",
         (("compact_if_needed", _pressure_skipped),)),
     "unbalanced-cut": Variant(
