@@ -31,6 +31,11 @@ def _copy(tmp_path: Path) -> Path:
     return tree
 
 
+def _append(tree: Path, module: str, line: str) -> None:
+    path = tree / "surfacecheck" / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{line}  # noqa\n", encoding="utf-8")
+
+
 def test_the_layers_hold_on_this_tree():
     done = _lint(ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
@@ -40,9 +45,7 @@ def test_the_layers_hold_on_this_tree():
 def test_an_upward_import_breaks_the_contract(tmp_path):
     tree = _copy(tmp_path)
     assert _lint(tree).returncode == 0  # the copy alone holds: the failure below is the one added import
-    walk = tree / "surfacecheck" / "model" / "walk.py"
-    walk.write_text(walk.read_text(encoding="utf-8") + "\nfrom surfacecheck.verify import run as _upward  # noqa\n",
-                    encoding="utf-8")
+    _append(tree, "model/walk.py", "from surfacecheck.verify import run as _upward")
     done = _lint(tree)
     assert done.returncode == 1
     assert "surfacecheck.model is not allowed to import surfacecheck.verify" in done.stdout
@@ -51,9 +54,7 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
 
 def test_a_cycle_between_engines_breaks_the_contract(tmp_path):
     tree = _copy(tmp_path)
-    audit = tree / "surfacecheck" / "audit" / "rules.py"
-    audit.write_text(audit.read_text(encoding="utf-8") + "\nfrom surfacecheck.e2e import script as _cycle  # noqa\n",
-                     encoding="utf-8")
+    _append(tree, "audit/rules.py", "from surfacecheck.e2e import script as _cycle")
     done = _lint(tree)
     assert done.returncode == 1
     assert "No cycles are allowed in surfacecheck" in done.stdout
