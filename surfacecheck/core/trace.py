@@ -27,13 +27,13 @@ import datetime as _dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from surfacecheck.core.protocol import LEVELS, OPS
 from surfacecheck.model.frozen import quick_init
 
 FORMAT = "surfacecheck-trace/1"
 SOURCES = ("verify", "prove", "explore", "e2e")  # e2e: a bundle of `surfacecheck e2e dsh`
-LEVELS = ("log", "compaction", "policy")
 
 
 class TraceError(ValueError):
@@ -111,14 +111,37 @@ def write_trace(path: str | Path, trace: Trace) -> Path:
     return path
 
 
+HEADER_KEYS = ("format", "source", "level", "runtime", "seed", "property", "command", "created", "notes")
+STEP_KEYS = ("step", "op", "args", "label")
+VIOLATION_KEYS = ("property", "step", "message", "expected", "observed")
+E2E_PROPERTIES = ("e2e-model-agreement", "e2e-audit-clean")
+"""The properties an e2e bundle's trace names (the model-vs-runtime agreement, the audit of the runtime's log)."""
+PROTOCOL_OPS = frozenset(op for level in LEVELS for op in OPS[level])
+NO_STEPS = "no steps: a trace that runs nothing proves nothing"
+
+StepCheck = Callable[[str, dict], "str | None"]
+"""``(op, args) -> reason`` when a step's args do not fit its op (the protocol's request schema), else None."""
+PropertyCheck = Callable[[str], "str | None"]
+"""``property -> reason`` when a trace names a property no engine checks, else None."""
+
+
 def _require(cond: bool, path, line: int, reason: str) -> None:
     if not cond:
         raise TraceError(path, line, reason)
 
 
-def read_trace(path: str | Path) -> Trace:
-    """Read a trace file; raises :class:`TraceError` (``PATH:LINE: reason``) on anything malformed."""
-    path = Path(path)
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _only_keys(record: dict, allowed: tuple[str, ...], path, line: int, what: str) -> None:
+    extra = sorted(set(record) - set(allowed))
+    _require(not extra, path, line, f"{what}: unknown field(s) {', '.join(map(repr, extra))}; "
+                                    f"expected only {', '.join(allowed)}")
+
+
+def _records(path: Path) -> list[tuple[int, Any]]:
+    """The file's non-blank lines as ``(line number, JSON value)``."""
     if not path.is_file():
         raise TraceError(path, 0, "not a file")
     try:
@@ -135,33 +158,94 @@ def read_trace(path: str | Path) -> Trace:
             raise TraceError(path, number, f"not JSON: {exc.msg}") from None
         except RecursionError:
             raise TraceError(path, number, "not JSON this suite can read: nested too deeply") from None
-    _require(bool(records), path, 1, "empty file: expected a trace header line")
-    line, header = records[0]
+    return records
+
+
+def _check_header(header: Any, path, line: int, check_property: PropertyCheck | None) -> None:
     _require(isinstance(header, dict) and header.get("format") == FORMAT, path, line,
              f"not a trace header: expected an object with \"format\": \"{FORMAT}\"")
+    _only_keys(header, HEADER_KEYS, path, line, "header")
     _require(header.get("source") in SOURCES, path, line, f"header source must be one of {SOURCES}")
     _require(header.get("level") in LEVELS, path, line, f"header level must be one of {LEVELS}")
-    _require(isinstance(header.get("property"), str), path, line, "header property must be a string")
+    _require(isinstance(header.get("property"), str) and header["property"] != "", path, line,
+             "header property must be a non-empty string")
+    _require(isinstance(header.get("runtime", "model"), str) and header.get("runtime", "model") != "", path, line,
+             "header runtime must be a non-empty string (a runtime spelling: model, embedded, dsh, cmd:...)")
+    _require(header.get("seed") is None or _is_int(header["seed"]), path, line, "header seed must be an integer or null")
+    for key in ("command", "created"):
+        _require(header.get(key) is None or isinstance(header[key], str), path, line,
+                 f"header {key} must be a string or null")
+    _require(header.get("notes") is None or isinstance(header["notes"], dict), path, line,
+             "header notes must be an object or null")
+    if header["source"] == "e2e":
+        _require(header["property"] in E2E_PROPERTIES, path, line,
+                 f"header property {header['property']!r}: an e2e trace names one of {E2E_PROPERTIES}")
+    elif check_property is not None:
+        reason = check_property(header["property"])
+        _require(reason is None, path, line, f"header property: {reason}")
+
+
+def _read_violation(record: dict, path, line: int, check_property: PropertyCheck | None) -> Violation:
+    _only_keys(record, ("violation",), path, line, "violation line")
+    v = record["violation"]
+    _require(isinstance(v, dict) and isinstance(v.get("property"), str) and v["property"] != "", path, line,
+             "violation must be an object with a non-empty string property")
+    _only_keys(v, VIOLATION_KEYS, path, line, "violation")
+    _require(isinstance(v.get("message", ""), str), path, line, "violation message must be a string")
+    _require(v.get("step") is None or (_is_int(v["step"]) and v["step"] >= 0), path, line,
+             "violation step must be a step number or null")
+    if check_property is not None and v["property"] not in E2E_PROPERTIES:
+        reason = check_property(v["property"])
+        _require(reason is None, path, line, f"violation property: {reason}")
+    return Violation(v["property"], v.get("message", ""), v.get("step"), v.get("expected"), v.get("observed"))
+
+
+def _read_step(record: dict, number: int, path, line: int, check_step: StepCheck | None) -> Step:
+    _require(_is_int(record.get("step")) and record["step"] == number, path, line,
+             f"step number {record.get('step')!r}, expected {number}")
+    _only_keys(record, STEP_KEYS, path, line, f"step {number}")
+    op = record.get("op")
+    _require(isinstance(op, str), path, line, "step op must be a string")
+    _require(op in PROTOCOL_OPS, path, line,
+             f"step {number}: unknown op {op!r}; the protocol's ops are {', '.join(sorted(PROTOCOL_OPS))}")
+    args = record.get("args", {})
+    _require(isinstance(args, dict), path, line, "step args must be an object")
+    _require(isinstance(record.get("label", ""), str), path, line, "step label must be a string")
+    if check_step is not None:
+        reason = check_step(op, args)
+        _require(reason is None, path, line, f"step {number} ({op}): {reason}")
+    return Step(op, args, record.get("label", ""))
+
+
+def read_trace(path: str | Path, *, check_step: StepCheck | None = None,
+               check_property: PropertyCheck | None = None) -> Trace:
+    """Read a trace file; raises :class:`TraceError` (``PATH:LINE: reason``) on anything malformed.
+
+    The structure is checked here (header fields, step numbers in order, ops of the protocol, one violation
+    line last, at least one step); ``check_step`` and ``check_property`` add what needs the layers above
+    (each op's request schema, the registered properties): the suite's readers go through
+    :func:`surfacecheck.properties.trace_check.read_valid_trace`, which passes both. An e2e bundle's trace
+    (source ``e2e``) records the runtime's log rather than a run to replay, so it may have no steps."""
+    path = Path(path)
+    records = _records(path)
+    _require(bool(records), path, 1, "empty file: expected a trace header line")
+    line, header = records[0]
+    _check_header(header, path, line, check_property)
     steps: list[Step] = []
     violation = None
     for line, record in records[1:]:
         _require(isinstance(record, dict), path, line, "expected a JSON object")
         if "violation" in record:
             _require(violation is None, path, line, "a second violation line")
-            v = record["violation"]
-            _require(isinstance(v, dict) and isinstance(v.get("property"), str), path, line,
-                     "violation must be an object with a string property")
-            violation = Violation(v["property"], str(v.get("message", "")), v.get("step"),
-                                  v.get("expected"), v.get("observed"))
+            violation = _read_violation(record, path, line, check_property)
             continue
         _require(violation is None, path, line, "a step after the violation line")
-        _require(record.get("step") == len(steps) + 1, path, line,
-                 f"step number {record.get('step')!r}, expected {len(steps) + 1}")
-        _require(isinstance(record.get("op"), str), path, line, "step op must be a string")
-        args = record.get("args", {})
-        _require(isinstance(args, dict), path, line, "step args must be an object")
-        steps.append(Step(record["op"], args, str(record.get("label", ""))))
+        steps.append(_read_step(record, len(steps) + 1, path, line, check_step))
+    _require(bool(steps) or header["source"] == "e2e", path, records[-1][0], NO_STEPS)
+    if violation is not None and violation.step is not None:
+        _require(violation.step <= len(steps), path, records[-1][0],
+                 f"violation step {violation.step} is past the last step ({len(steps)})")
     return Trace(source=header["source"], level=header["level"], property=header["property"],
-                 steps=tuple(steps), violation=violation, runtime=str(header.get("runtime") or "model"),
+                 steps=tuple(steps), violation=violation, runtime=header.get("runtime") or "model",
                  seed=header.get("seed"), command=header.get("command"), created=header.get("created"),
                  notes=header.get("notes") or {})

@@ -25,20 +25,20 @@ def witness_reproduction(spec: str) -> list[dict]:
     """Per registered finding: does ``spec`` reproduce its witness (True / False / None = level not served)?"""
     from surfacecheck.findings import registry
     from surfacecheck.findings.run import reproduces
-    from surfacecheck.core.trace import read_trace
+    from surfacecheck.properties.trace_check import read_valid_trace
 
     from surfacecheck.findings.reachability import library_trace
 
     rows = []
     for finding in registry.load():
-        trace = read_trace(finding.trace_path)
+        trace = read_valid_trace(finding.trace_path)
         row = {"id": finding.id, "level": trace.level, "reproduces": reproduces(trace, spec),
                "reachability": (finding.reachability or {}).get("kind")}
         proof = library_trace(finding.reachability or {}, finding.trace_path)
         if proof is not None:  # a reachability claim's trace must replay exit 1 on dsh's library
             row["reachability_trace"] = str(proof)
             row["reachability_reproduces"] = (row["reproduces"] if proof == finding.trace_path
-                                              else reproduces(read_trace(proof), spec))
+                                              else reproduces(read_valid_trace(proof), spec))
         rows.append(row)
     return rows
 

@@ -23,12 +23,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from surfacecheck.core.trace import Step, Trace, Violation, read_trace, write_trace
+from surfacecheck.core.trace import E2E_PROPERTIES, Step, Trace, Violation, write_trace
+from surfacecheck.properties.trace_check import read_valid_trace
 
 SCRIPT, SESSION, REQUESTS, DIFFERENCES, AUDIT, TRACE, README = (
     "script.json", "session.jsonl", "requests.jsonl", "differences.json", "audit.json", "trace.jsonl", "README.txt")
-PROPERTY_AGREEMENT = "e2e-model-agreement"
-PROPERTY_AUDIT = "e2e-audit-clean"
+PROPERTY_AGREEMENT, PROPERTY_AUDIT = E2E_PROPERTIES
 
 
 def _events(run) -> list[dict]:
@@ -115,7 +115,7 @@ def resolve_script(target: str | Path) -> Path:
     if target.is_dir():
         return target / SCRIPT
     if target.suffix == ".jsonl":
-        trace = read_trace(target)
+        trace = read_valid_trace(target)
         return target.parent / str(trace.notes.get("script") or SCRIPT)
     return target
 

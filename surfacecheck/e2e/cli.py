@@ -313,7 +313,7 @@ def replay_bundle(target: str, *, json_out: bool = False, timeout: float = 180.0
     """``surfacecheck replay BUNDLE``: re-run the bundle's script on the runtime version it names."""
     from .bundle import resolve_script
     from .script import ScriptError, load_script
-    from surfacecheck.core.trace import TraceError, read_trace
+    from surfacecheck.properties.trace_check import TraceError, read_valid_trace
 
     args = argparse.Namespace(json=json_out)
     try:
@@ -321,7 +321,7 @@ def replay_bundle(target: str, *, json_out: bool = False, timeout: float = 180.0
         trace_file = Path(target) / "trace.jsonl" if Path(target).is_dir() else Path(target)
         version = SPEC_VERSION
         if trace_file.suffix == ".jsonl" and trace_file.is_file():
-            version = str(read_trace(trace_file).notes.get("runtime_version") or SPEC_VERSION)
+            version = str(read_valid_trace(trace_file).notes.get("runtime_version") or SPEC_VERSION)
             version = SPEC_VERSION if version == "unknown" else version
         script = load_script(path)
     except (ScriptError, TraceError) as exc:

@@ -118,9 +118,9 @@ def draw_trace(path: str | Path, violation_step: int | None = None) -> list[str]
     """The trace replayed on the model runtime; per step its request, label and answer, and the surface
     before and after (one line when it did not change)."""
     from surfacecheck.runtime.model_runtime import ModelRuntime
-    from surfacecheck.core.trace import read_trace
+    from surfacecheck.properties.trace_check import read_valid_trace
 
-    trace = read_trace(path)
+    trace = read_valid_trace(path)
     runtime = ModelRuntime()
     lines: list[str] = []
     before = _snapshot(runtime)

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from surfacecheck.core.protocol import RuntimeUnavailable
-from surfacecheck.core.trace import TraceError, read_trace, write_trace
+from surfacecheck.core.trace import TraceError, write_trace
+from surfacecheck.properties.trace_check import read_valid_trace
 
 from . import reachability, registry
 from .argument import argue, order, reproduced_on
@@ -121,7 +122,7 @@ def check_arguments(report: FindingsReport, findings: list[registry.Finding], co
 def _replay(path: Path, runtime: str):
     from surfacecheck.verify.replay import replay_trace
 
-    trace = read_trace(path)
+    trace = read_valid_trace(path)
     return trace, replay_trace(trace, runtime)
 
 

@@ -206,10 +206,10 @@ def _log(source: str, path: Path) -> Callable[[Shared], Outcome]:
 def _witness(finding) -> Callable[[Shared], Outcome]:
     def run(shared: Shared) -> Outcome:
         from surfacecheck.findings.run import reproduces
-        from surfacecheck.core.trace import read_trace
+        from surfacecheck.properties.trace_check import read_valid_trace
 
         def body():
-            trace = read_trace(finding.trace_path)
+            trace = read_valid_trace(finding.trace_path)
             runtime = shared.runtime()
             shared.name_unit(f"witness:{finding.id}")
             if reproduces(trace, shared.spec, shared.timeout, runtime=runtime):

@@ -24,12 +24,12 @@ STATUS_WORD = {"ok": "held", "violation": "violated", "inconclusive": "inconclus
 
 def _drawn(path: str, runtime: str, why: str) -> dict | None:
     """One trace file read and drawn (None when it is not a readable trace)."""
-    from surfacecheck.core.trace import TraceError, read_trace
+    from surfacecheck.properties.trace_check import TraceError, read_valid_trace
 
     if not path or not Path(path).is_file() or not path.endswith(".jsonl"):
         return None
     try:
-        trace = read_trace(path)
+        trace = read_valid_trace(path)
     except (TraceError, OSError, ValueError):
         return None
     violation = trace.violation

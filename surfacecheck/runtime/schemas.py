@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+import jsonschema
+
 from ..core.protocol import LEVELS, OPS, PROTOCOL, ProtocolError
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -145,6 +147,28 @@ RESPONSE = {"oneOf": [
     _obj(("id", "error"), id={"type": ["integer", "string", "null"]},
          error=_obj(("type", "message"), type={"enum": list(ProtocolError.TYPES)}, message={"type": "string"})),
 ]}
+
+
+_ARGS_VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
+
+
+def _where(error: jsonschema.ValidationError) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+
+
+def args_error(op: str, args: dict) -> str | None:
+    """Why ``args`` is not a request of ``op`` under its schema (``args of append: event: 5 is not of type
+    'object'``), or None when it is; the trace readers check every step with it before anything runs."""
+    if op not in ARGS:
+        return f"unknown op {op!r}"
+    validator = _ARGS_VALIDATORS.get(op)
+    if validator is None:
+        validator = _ARGS_VALIDATORS[op] = jsonschema.Draft202012Validator(ARGS[op])
+    best = jsonschema.exceptions.best_match(validator.iter_errors(args))
+    if best is None:
+        return None
+    where = _where(best)
+    return f"args of {op}: {where + ': ' if where else ''}{best.message}"
 
 
 def documents() -> dict[str, dict]:

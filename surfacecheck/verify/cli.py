@@ -111,17 +111,18 @@ def run_verify_command(args) -> int:
 
 
 def run_replay_command(args) -> int:
-    from surfacecheck.core.trace import TraceError, read_trace
+    from surfacecheck.properties.trace_check import TraceError, read_valid_trace
     from surfacecheck.verify.replay import replay_trace
 
     try:
-        trace = read_trace(args.trace)
+        trace = read_valid_trace(args.trace)
     except TraceError as exc:
         return _usage(args, str(exc))
     try:
         outcome = replay_trace(trace, args.runtime, timeout=args.timeout)
-    except (ValueError, KeyError) as exc:
-        return _usage(args, f"{args.trace}: {exc.args[0] if exc.args else exc}")
+    except (ValueError, KeyError) as exc:  # the runtime spelling: --runtime's, else the header's (line 1)
+        where = args.trace if args.runtime else f"{args.trace}:1: header runtime"
+        return _usage(args, f"{where}: {exc.args[0] if exc.args else exc}")
     if args.json:
         print(json.dumps({"command": "replay", "trace": args.trace, **outcome.to_json()}))
     else:

@@ -14,7 +14,8 @@ from surfacecheck.properties.monitors import lookup
 from surfacecheck.core.protocol import Runtime, RuntimeUnavailable
 from surfacecheck.runtime.select import add_variant_provider, open_runtime
 from surfacecheck.core.trace import Trace, Violation
-from surfacecheck.properties.stateful.lockstep import RUNTIME_EXCEPTION, Lockstep, is_lockstep_property
+from surfacecheck.properties.stateful.lockstep import Lockstep, is_lockstep_property
+from surfacecheck.properties.trace_check import ENGINE_PROPERTIES
 
 SEEDED_PROVIDER = "surfacecheck.verify.seeded"
 
@@ -76,7 +77,7 @@ def monitor_names(trace: Trace) -> list[str]:
 
     names = list(monitors_for(trace.level))
     prop = trace.property
-    if not (is_lockstep_property(prop) or prop in (RUNTIME_EXCEPTION, "machine-error")) and prop not in names:
+    if not (is_lockstep_property(prop) or prop in ENGINE_PROPERTIES) and prop not in names:
         lookup(prop)
         names.append(prop)
     return names

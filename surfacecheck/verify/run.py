@@ -21,7 +21,8 @@ from typing import TextIO
 from surfacecheck.core.verdict import Verdict
 from surfacecheck.core.protocol import RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
-from surfacecheck.core.trace import Trace, TraceError, read_trace, write_trace
+from surfacecheck.core.trace import Trace, TraceError, write_trace
+from surfacecheck.properties.trace_check import read_valid_trace
 from surfacecheck.verify.replay import ensure_variants, replay_trace
 from surfacecheck.verify.minimise import minimise_trace
 from surfacecheck.verify.reproducer import write_reproducer
@@ -110,7 +111,7 @@ def replay_regressions(folder: Path | None, spec: str, levels: list[str], timeou
     done = []
     for path in sorted(p for f in folders for p in f.glob("*.jsonl")):
         try:
-            trace = read_trace(path)
+            trace = read_valid_trace(path)
         except TraceError as exc:
             done.append({"trace": str(path), "verdict": "unreadable", "detail": str(exc)})
             continue
