@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
+from surfacecheck.core.json_where import line_of
 from surfacecheck.core.verdict import Verdict
 from surfacecheck.model.config import RuntimePolicy
 from surfacecheck.model.errors import ModelError
@@ -44,12 +46,27 @@ def load_policy(path: str | os.PathLike | None) -> RuntimePolicy:
         raise PolicyError(f"{path}:1: policy is not JSON this suite can read: nested too deeply") from None
     if not isinstance(obj, dict):
         raise PolicyError(f"{path}:1: policy must be a JSON object")
+    window = obj.get("contextWindow")
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
+        raise PolicyError(f"{path}:{line_of(text, ['contextWindow'])}: invalid policy: contextWindow must be a "
+                          f"positive integer or null, got {json.dumps(window)}")
     try:
         return RuntimePolicy.from_json(obj)
     except ModelError as exc:
-        raise PolicyError(f"{path}: invalid policy: {exc.message}") from None
+        raise PolicyError(f"{path}:{_policy_line(text, obj, exc.message)}: invalid policy: {exc.message}") from None
     except (TypeError, ValueError, AttributeError) as exc:
-        raise PolicyError(f"{path}: invalid policy: {exc}") from None
+        raise PolicyError(f"{path}:{_policy_line(text, obj, str(exc))}: invalid policy: {exc}") from None
+
+
+def _policy_line(text: str, obj: dict, message: str) -> int:
+    """The line of the policy key dsh's refusal names (the deepest one ``message`` mentions), else line 1: dsh's
+    config checks (spec 9.1, 6) say which key, not where."""
+    paths = [[key] for key in obj]
+    for key, value in obj.items():
+        if isinstance(value, dict):
+            paths += [[key, inner] for inner in value]
+    named = [p for p in paths if isinstance(p[-1], str) and re.search(rf"\b{re.escape(p[-1])}\b", message)]
+    return line_of(text, max(named, key=len)) if named else 1
 
 
 def load_known(path: Path = KNOWN_FILE) -> dict[tuple[str, str, int | None], str]:

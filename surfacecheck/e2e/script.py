@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import jsonschema
 
+from surfacecheck.core.json_where import line_of
 from surfacecheck.model.config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
 from surfacecheck.model.errors import ModelError
 
@@ -290,37 +291,45 @@ def _where(error: jsonschema.ValidationError) -> str:
     return path.lstrip(".") or "(document)"
 
 
-def _schema_errors(obj: Any, source: str) -> None:
+def _at(source: str, text: str | None, path: list) -> str:
+    """``source:LINE`` of the value at ``path`` when the script's text is known (a file), else ``source``."""
+    return source if text is None else f"{source}:{line_of(text, path)}"
+
+
+def _schema_errors(obj: Any, source: str, text: str | None) -> None:
     validator = jsonschema.Draft202012Validator(SCHEMA)
     errors = sorted(validator.iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
         best = jsonschema.exceptions.best_match(errors)
-        raise ScriptError(f"{source}: {_where(best)}: {best.message}")
+        raise ScriptError(f"{_at(source, text, list(best.absolute_path))}: {_where(best)}: {best.message}")
 
 
-def _semantic_errors(script: Script, source: str) -> None:
+def _semantic_errors(script: Script, source: str, text: str | None) -> None:
     """What dsh checks at load (spec 9.1, 6) and at the first pressure check (retain < threshold)."""
     try:
         policy = script.config.policy()
         target = resolve_target_policy(policy.compaction, *ROUTE)
         resolve_compact_spec(target, script.config.context_window)
     except ModelError as exc:
-        raise ScriptError(f"{source}: config: {exc.message}") from None
+        raise ScriptError(f"{_at(source, text, ['config'])}: config: {exc.message}") from None
     for t, turn in enumerate(script.turns):
         kinds = [r.kind for r in turn.replies]
         for r, kind in enumerate(kinds[:-1]):
             if kind == "text":
-                raise ScriptError(f"{source}: turns[{t}].replies[{r}]: a text reply ends the turn, so the "
-                                  f"{len(kinds) - r - 1} replies after it would never be requested")
+                raise ScriptError(f"{_at(source, text, ['turns', t, 'replies', r])}: turns[{t}].replies[{r}]: a text "
+                                  f"reply ends the turn, so the {len(kinds) - r - 1} replies after it would never be "
+                                  "requested")
         if kinds[-1] == "tool":
-            raise ScriptError(f"{source}: turns[{t}].replies[{len(kinds) - 1}]: the last reply is a tool call, so "
+            raise ScriptError(f"{_at(source, text, ['turns', t, 'replies', len(kinds) - 1])}: "
+                              f"turns[{t}].replies[{len(kinds) - 1}]: the last reply is a tool call, so "
                               "the request after its result would find no reply; end the turn with a text reply "
                               "(or an overflow that ends it)")
 
 
-def from_json(obj: Any, source: str = "<script>") -> Script:
-    """Validate (schema, then dsh's config rules) and build a :class:`Script`; raises ScriptError."""
-    _schema_errors(obj, source)
+def from_json(obj: Any, source: str = "<script>", text: str | None = None) -> Script:
+    """Validate (schema, then dsh's config rules) and build a :class:`Script`; raises ScriptError
+    (``SOURCE:LINE: where: reason`` when ``text``, the document ``obj`` was read from, is given)."""
+    _schema_errors(obj, source, text)
     c = obj["config"]
     pruner = c.get("pruner")
     config = Config(
@@ -346,7 +355,7 @@ def from_json(obj: Any, source: str = "<script>") -> Script:
                                     tuple(s["usage"]) if "usage" in s else None) for s in obj.get("summaries", []))
     script = Script(obj["name"], config, tuple(turns), summaries, obj.get("usage", "fixed"),
                     obj.get("description", ""), tuple(obj.get("expect", {}).items()))
-    _semantic_errors(script, source)
+    _semantic_errors(script, source, text)
     return script
 
 
@@ -357,7 +366,7 @@ def loads(text: str, source: str = "<script>") -> Script:
         raise ScriptError(f"{source}:{exc.lineno}: not JSON: {exc.msg}") from None
     except RecursionError:
         raise ScriptError(f"{source}:1: not JSON this suite can read: nested too deeply") from None
-    return from_json(obj, source)
+    return from_json(obj, source, text)
 
 
 def load_script(path: str | Path) -> Script:

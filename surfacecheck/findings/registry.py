@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from surfacecheck import properties
+from surfacecheck.core.json_where import line_of
 
 from . import reachability as reach_mod
 from .dsh_text import quote_problem
@@ -76,17 +77,26 @@ def load(path: str | Path | None = None) -> list[Finding]:
 
     path = Path(path) if path is not None else DEFAULT_PATH
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        document = json.loads(text)
     except OSError as exc:
-        raise RegistryError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RegistryError(f"{path}: not JSON: {exc}") from None
+        raise RegistryError(f"{path}:0: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RegistryError(f"{path}:0: not UTF-8 text: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise RegistryError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise RegistryError(f"{path}:1: not JSON this suite can read: nested too deeply") from None
     entries = document.get("findings") if isinstance(document, dict) else None
     if not isinstance(entries, list):
-        raise RegistryError(f"{path}: expected an object with a \"findings\" list")
+        raise RegistryError(f"{path}:{line_of(text, ['findings'])}: expected an object with a \"findings\" list")
     monitors, seen, found = all_monitors(), set(), []
     for index, entry in enumerate(entries):
-        where = f"{path}: findings[{index}]"
+        where = f"{path}:{line_of(text, ['findings', index])}: findings[{index}]"
+
+        def at(key: str, index: int = index) -> str:  # the entry's field, located
+            return f"{path}:{line_of(text, ['findings', index, key])}: findings[{index}]"
+
         if not isinstance(entry, dict):
             raise RegistryError(f"{where}: expected an object with {', '.join(FIELDS)}")
         missing = [k for k in FIELDS if not isinstance(entry.get(k), str) or not entry[k].strip()]
@@ -95,19 +105,19 @@ def load(path: str | Path | None = None) -> list[Finding]:
             raise RegistryError(f"{where}{name}: missing or empty {', '.join(missing)} "
                                 f"(every entry needs non-empty strings {', '.join(FIELDS)})")
         if "seed" in entry and (not isinstance(entry["seed"], str) or not entry["seed"].strip()):
-            raise RegistryError(f"{where}: seed, when present, must be a non-empty string (a seed essay section)")
+            raise RegistryError(f"{at('seed')}: seed, when present, must be a non-empty string (a seed essay section)")
         shown = entry.get("shown_on")
         if shown is not None and (not isinstance(shown, dict) or set(shown) - set(SHOWN_ON) or any(
                 not (v is None or isinstance(v, bool)) for k, v in shown.items() if k != "dsh_binary")
                 or not (shown.get("dsh_binary") is None or isinstance(shown.get("dsh_binary"), str))):
-            raise RegistryError(f"{where}: shown_on is {{model, embedded, dsh_library: true|false|null, "
+            raise RegistryError(f"{at('shown_on')}: shown_on is {{model, embedded, dsh_library: true|false|null, "
                                 f"dsh_binary: e2e seed name|null}}")
         if entry["id"] in seen:
-            raise RegistryError(f"{where}: duplicate id {entry['id']!r}")
+            raise RegistryError(f"{at('id')}: duplicate id {entry['id']!r}")
         if entry["class"] not in CLASSES:
-            raise RegistryError(f"{where}: class must be one of {CLASSES}, got {entry['class']!r}")
+            raise RegistryError(f"{at('class')}: class must be one of {CLASSES}, got {entry['class']!r}")
         if entry["promise"] not in monitors or not entry["promise"].startswith("promise-"):
-            raise RegistryError(f"{where}: {entry['promise']!r} is not a registered promise- monitor")
+            raise RegistryError(f"{at('promise')}: {entry['promise']!r} is not a registered promise- monitor")
         _check_argument(entry, f"{where} ({entry['id']})")
         seen.add(entry["id"])
         found.append(Finding(entry["id"], entry["gap"], entry["class"], entry["promise"], entry["reason"],
