@@ -1,6 +1,7 @@
 """The ``mutate`` stage of ``surfacecheck check``: opt-in (``check --only mutate``), since mutation testing of dsh's
 default files takes tens of minutes on two cores (docs/mutate.md has the measured times). Run, it is
-``surfacecheck mutate`` with its defaults against the runtime under test (dsh or embedded); the score is reported, a void run is inconclusive."""
+``surfacecheck mutate`` with its defaults against the runtime under test (dsh or embedded); the score is reported,
+a void run is inconclusive."""
 from __future__ import annotations
 
 import sys
