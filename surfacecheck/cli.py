@@ -73,7 +73,7 @@ Then it runs every capability stage against the chosen runtime (--only/--skip se
   e2e       the seed scripts on the real dsh runtime from PyPI (surfacecheck e2e dsh);
   bench     the per-append cost model of the pressure projection (surfacecheck bench);
   mutate    opt-in (--only mutate): mutation testing of the runtime's own code, dsh or embedded, and the
-            gate's score (surfacecheck mutate; about an hour for dsh's default files on two cores).
+            gate's score (surfacecheck mutate; tens of minutes for dsh's default files on two cores).
 
 Runtimes: embedded (default: the suite's own independent runtime), model (the reference model
 behind the protocol), dsh (dsh's own npm packages behind a node adapter), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or

@@ -22,7 +22,7 @@ def test_there_are_at_least_twelve_one_idea_bugs_each_tied_to_a_section():
 def test_verify_finds_the_bug_and_its_trace_replays(name, tmp_path):
     bug = BUGS[name]
     spec = f"embedded:{name}"
-    # Unshrunk here to keep the suite fast; the shrunk lengths are measured by the CLI (README).
+    # Unshrunk here to keep the suite fast; the shrunk lengths are measured by the CLI (docs/verify.md).
     report = verify(spec, level=bug.level, profile="ci", seed=SEED, trace_dir=tmp_path, regressions=None,
                     shrink=False)
     assert report.exit_code == 1, f"{name} not found: {report.text()}"

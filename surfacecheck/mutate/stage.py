@@ -1,6 +1,7 @@
 """The ``mutate`` stage of ``surfacecheck check``: opt-in (``check --only mutate``), since mutation testing of dsh's
-default files takes about an hour on two cores. Run, it is ``surfacecheck mutate`` with its defaults against the
-runtime under test (dsh or embedded); the score is reported, a void run is inconclusive."""
+default files takes tens of minutes on two cores (docs/mutate.md has the measured times). Run, it is
+``surfacecheck mutate`` with its defaults against the runtime under test (dsh or embedded); the score is reported,
+a void run is inconclusive."""
 from __future__ import annotations
 
 import sys
@@ -16,7 +17,7 @@ CLASSNAME = "surfacecheck.mutate"
 def stage(ctx: CheckContext) -> StageResult:
     runtime = "dsh" if ctx.runtime == "dsh" else ctx.runtime
     if "mutate" not in ctx.requested:
-        why = ("skipped: opt-in (about an hour for dsh's default files on two cores): surfacecheck check --only "
+        why = ("skipped: opt-in (tens of minutes for dsh's default files on two cores): surfacecheck check --only "
                "mutate, or surfacecheck mutate")
         return StageResult("mutate", SKIPPED, {"skipped": why}, why)
     if runtime not in mutable():
