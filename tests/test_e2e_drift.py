@@ -152,14 +152,6 @@ def test_the_second_release_without_its_python_names_the_variable(monkeypatch, c
     assert rel.V2_PYTHON_ENV in capsys.readouterr().err
 
 
-def test_run_script_v2_without_a_python_says_what_to_set(monkeypatch):
-    monkeypatch.setattr(r2, "DEFAULT_V2_PYTHON", None)
-    with pytest.raises(r2.RuntimeNotInstalled, match="set SURFACECHECK_DSH_V2_PYTHON"):
-        r2.run_script_v2(SCRIPT)
-    with pytest.raises(r2.RuntimeNotInstalled, match="set SURFACECHECK_DSH_V2_PYTHON"):
-        r2.run_drift(scripts=[SCRIPT])
-
-
 def test_patch_sets_headroom_only_when_asked():
     config = dict(SCRIPT["config"], pruner={"thresholdChars": 2000, "headChars": 200, "tailChars": 200})
     rows = {e["id"]: e for e in rel.patch_entries(config)}
