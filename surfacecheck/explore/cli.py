@@ -141,7 +141,7 @@ class _Bar:
     def __init__(self):
         from tqdm import tqdm
 
-        self.bar = tqdm(desc="explore", unit=" states", file=sys.stderr, leave=False)
+        self.bar = tqdm(desc="explore", unit=" states", file=sys.stderr, leave=False, disable=None)  # on a terminal only
 
     def update(self, level: int, states: int, edges: int) -> None:
         self.bar.set_postfix(depth=level, edges=edges)
