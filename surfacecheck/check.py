@@ -50,7 +50,8 @@ from .core.corpus import (
 )
 from .options import DEFAULT_RUNTIME
 from .runtime.select import runtime_problem as select_runtime_problem
-from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages
+from .stages import CAPABILITY_STAGES, add_stages, format_stages, run_stages, verdict_line
+from .core.words import count
 from .core.stage import DEFAULT_REPORT_DIR, INTERRUPT_EXIT, CheckContext, Terminated
 from .core.verdict import Verdict
 from surfacecheck.reports.html_report import write_html
@@ -87,6 +88,8 @@ REPORT_SCHEMA = "surfacecheck-report/1"
 COVERAGE_DIR = "coverage"  # raw V8 dumps of the dsh processes
 COVERAGE_FILE = "coverage.json"
 COBERTURA_FILE = "coverage.xml"
+NO_CORPUS_IN_CI = ("CI is set but no corpus was found: only the scenario logs were checked, none of the recorded "
+                   "dsh logs (set SURFACECHECK_CORPUS or pass --corpus)")
 
 
 def runtime_problem(runtime: str) -> str | None:
@@ -160,7 +163,7 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
     out = [
         f"surfacecheck {report['version']}  runtime={report['runtime']}  "
         f"corpus={report['corpus'] or '(none found)'}",
-    ]
+    ] + [f"WARNING: {warning}" for warning in report.get("warnings", ())]
     if verbose:  # the per-source table; without -v one line per stage says it
         out += ["", f"  {'source':<14} {'logs':>5} {'held':>5} {'violated':>9} {'inconcl.':>9} {'events':>8} {'replacements':>13}"]
         for key, row in report["summary"].items():
@@ -191,15 +194,17 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
         out += ["", "inconclusive:"] + [f"  {name}: {note}" for name, note in notes]
     total = report["summary"]["total"]
     verdict = {
-        "held": f"ALL HELD: {total['logs']} logs, no violation"
-        + (f" ({total['known']} known corpus logs dsh cannot load either; --strict fails on them)" if total.get("known") else ""),
-        "violated": f"VIOLATED: {total['violations']} violation(s) in {total['violated']} of {total['logs']} logs",
-        "inconclusive": f"INCONCLUSIVE: {total['inconclusive']} of {total['logs']} logs reached no verdict",
+        "held": f"ALL HELD: {count(total['logs'], 'log')}, no violation"
+        + (f" ({count(total['known'], 'known corpus log')} dsh cannot load either; --strict fails on them)"
+           if total.get("known") else ""),
+        "violated": f"VIOLATED: {count(total['violations'], 'violation')} in {total['violated']} of "
+                    f"{count(total['logs'], 'log')}",
+        "inconclusive": f"INCONCLUSIVE: {total['inconclusive']} of {count(total['logs'], 'log')} reached no verdict",
     }[report.get("logs_verdict", report["verdict"])]
     if report.get("logs_interrupted"):
         cut = report["logs_interrupted"]
         verdict = f"INTERRUPTED after {cut['checked']} of {cut['of']} logs" + (
-            f" ({total['violations']} violation(s) so far)" if total["violations"] else "")
+            f" ({count(total['violations'], 'violation')} so far)" if total["violations"] else "")
     stages = report.get("stages") or {}
     if not stages:
         out += ["", f"{verdict} (exit {report['exit_code']})"]
@@ -207,14 +212,14 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
         out += ["", "stages:", f"  {'logs':<9} {report.get('logs_verdict') or report['verdict']:<13} {'':>7}    {verdict}"]
         out += [f"  {name:<9} {row['status']:<13} {row['seconds']:>7.1f} s  {stage_line(name, row)}"
                 for name, row in stages.items()]
-        word = {"held": "ALL HELD", "violated": "VIOLATED", "inconclusive": "INCONCLUSIVE"}[report["verdict"]]
-        failing = [name for name, row in stages.items() if row["status"] in ("violation", "inconclusive")]
-        if report.get("logs_verdict") not in (None, "held"):
-            failing.insert(0, "logs")
-        out += ["", f"{word}" + (f" ({', '.join(failing)})" if failing else ": logs and every stage") +
-                f" (exit {report['exit_code']})"]
-    if report.get("coverage", {}).get("strict_failure"):
-        out.append(report["coverage"]["strict_failure"] + " (exit 1)")
+        out += ["", verdict_line(report)]
+    coverage = report.get("coverage") or {}
+    if coverage.get("strict_failure"):
+        out.append(coverage["strict_failure"] + " (exit 1)")
+    elif coverage.get("sometimes_unreached"):
+        unreached = coverage["sometimes_unreached"]
+        out.append(f"coverage: {count(len(unreached), 'sometimes-witness', 'sometimes-witnesses')} never reached: "
+                   f"{', '.join(unreached)} (the run proved little about the paths behind them; --strict fails)")
     if report_files:
         out.append("reports: " + ", ".join(str(p) for p in report_files))
         html = [p for p in report_files if p.name == "report.html"]
@@ -259,8 +264,9 @@ def _add_coverage(report: dict[str, Any], collector: Collector, logs: list, stag
                           "files": [COVERAGE_FILE, COBERTURA_FILE]}
     if strict and doc["sometimes"]["unreached"] and report["verdict"] != "violated":
         report["verdict"], report["exit_code"] = "violated", EXIT_VIOLATION
-        report["coverage"]["strict_failure"] = (f"--strict: {len(doc['sometimes']['unreached'])} sometimes-witness(es) "
-                                                f"never reached: {', '.join(doc['sometimes']['unreached'])}")
+        unreached = doc["sometimes"]["unreached"]
+        report["coverage"]["strict_failure"] = (f"--strict: {count(len(unreached), 'sometimes-witness', 'sometimes-witnesses')}"
+                                                f" never reached: {', '.join(unreached)}")
     return doc
 
 
@@ -340,10 +346,8 @@ def run_check(
         (p, SOURCE_SCENARIO, f"{SOURCE_SCENARIO}/{p.name}", None) for p in scenario_files
     ]
     if corpus_dir is None:
-        err.write(
-            "surfacecheck check: note: no corpus found, checking scenario logs only "
-            "(set SURFACECHECK_CORPUS=/path/to/shared/corpus or pass --corpus)\n"
-        )
+        err.write(f"surfacecheck check: {'warning' if os.environ.get('CI') else 'note'}: no corpus found, checking "
+                  "scenario logs only (set SURFACECHECK_CORPUS=/path/to/shared/corpus or pass --corpus)\n")
     else:
         try:
             sessions = session_logs(corpus_dir)
@@ -386,6 +390,8 @@ def run_check(
                 stage_results = run_stages(ctx, CAPABILITY_STAGES if stages is None else stages, interrupted, around)
 
     report = build_report(results, runtime, corpus_dir, scenario_path, time.perf_counter() - started)
+    if corpus_dir is None and os.environ.get("CI"):
+        report["warnings"] = [NO_CORPUS_IN_CI]
     add_stages(report, stage_results)
     coverage_doc = None
     if collector is not None:

@@ -23,7 +23,7 @@ from .check import (
     run_check,
 )
 from .core.corpus import ENV_VAR
-from .options import add_common
+from .options import HelpFormatter, add_common, command_parser, help_epilog
 from .stages import ALL_STAGES
 
 EXIT_CODES = f"""\
@@ -41,46 +41,42 @@ lockstep with the model (Hypothesis), proves properties with Z3, model-checks a 
 and benchmarks the pressure projection. 'surfacecheck check' runs all of it and writes a report."""
 
 CHECK_DESCRIPTION = f"""\
-Replay every generated scenario log (scenarios/logs/*.jsonl) and, if a corpus is found, every
-corpus log (dsh-sessions/*.jsonl and dsh-generated/*.jsonl) through the runtime, and check
-per log that:
-  - it reads and replays with no model error;
-  - when it is fully metered, the O(1) projection total equals the full recount;
-  - for dsh-generated logs, the final surface, generation and every replacement (seq, kind,
-    range, shadowed seqs, logged and recomputed shadow price, replacement price) match
-    dsh-generated/expected.json.
-Any failed check is a violation.
+Run every capability stage against the chosen runtime and fold them into one
+verdict and one report: the logs are judged by the reference model, then the
+runtime is driven in lockstep, its findings replayed, the model proved,
+explored and benchmarked. Any violation in any stage is a violation of the run.
 
-Prints one line per stage, the failures in full and the verdict (-v: every stage's and every
-log's detail; --json: exactly one JSON document) on stdout and progress on stderr, and writes
-into the report directory {REPORT_FILE}, {JUNIT_FILE} (one test case per log, stage run and trace),
-report.html (the page to open: every failure and finding drawn as the surface step by step, the
-coverage), coverage.json and coverage.xml (Cobertura): the runtime's code coverage (coverage.py;
-V8 per dsh source file for dsh), transitions and rules per source, and the sometimes-witnesses
-(--strict fails when one is never reached).
-
-Then it runs every capability stage against the chosen runtime (--only/--skip select them):
-  runtime   protocol conformance (a sample session through every op, results checked against
-            their JSON Schemas and the model's) and, for a runtime other than the model, every
-            scenario and corpus log appended event by event and compared with the model;
+Stages, in order (--only/--skip select them; logs always runs):
+  logs      every generated scenario log (scenarios/logs/*.jsonl) and, if a corpus is found, every corpus log (dsh-sessions/, dsh-generated/) replayed through the model: no model error; the O(1) projection equals the full recount on fully metered logs; dsh-generated logs match dsh-generated/expected.json (final surface, generation, every replacement);
+  runtime   protocol conformance (a sample session through every op, results checked against their JSON Schemas and the model's) and, for a runtime other than the model, every scenario and corpus log appended event by event and compared with the model;
   audit     every log audited rule by rule (surfacecheck audit);
   verify    the Hypothesis lockstep machines at every level, CI profile (surfacecheck verify);
   dsh       verify and the findings' traces on dsh's own library (--runtime dsh), whatever is tested;
-  findings  dsh's own broken promises (spec 15): known ones from properties/findings.json, new
-            ones fail (surfacecheck findings; --strict fails on known ones too);
+  findings  dsh's own broken promises (spec 15): known ones from properties/findings.json, new ones fail (surfacecheck findings; --strict fails on known ones too);
   prove     the Z3 obligations and their negative controls (surfacecheck prove);
   explore   bounded exhaustive model checking at small bounds (surfacecheck explore);
   e2e       the seed scripts on the real dsh runtime from PyPI (surfacecheck e2e dsh);
   bench     the per-append cost model of the pressure projection (surfacecheck bench);
-  mutate    opt-in (--only mutate): mutation testing of the runtime's own code, dsh or embedded, and the
-            gate's score (surfacecheck mutate; tens of minutes for dsh's default files on two cores).
+  mutate    opt-in (--only mutate): mutation testing of the runtime's own code, dsh or embedded, and the gate's score (surfacecheck mutate; tens of minutes for dsh's default files on two cores).
 
-Runtimes: embedded (default: the suite's own independent runtime), model (the reference model
-behind the protocol), dsh (dsh's own npm packages behind a node adapter), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or
-dies makes the run inconclusive, exit {EXIT_INCONCLUSIVE}). The logs are always judged by the model.
+Prints one line per stage, the failures in full and the verdict on stdout (-v: every stage's and every log's detail; --json: exactly one JSON document), progress on stderr, and writes into the report directory {REPORT_FILE}, {JUNIT_FILE} (one test case per log, stage run and trace), report.html (the page to open: every failure and finding drawn as the surface step by step, the coverage), coverage.json and coverage.xml (Cobertura): the runtime's code coverage (coverage.py; V8 per dsh source file for dsh), transitions and rules per source, and the sometimes-witnesses (--strict fails when one is never reached).
 
-The corpus is --corpus DIR, else ${ENV_VAR}, else <checkout>/../shared/corpus; if none is
-found only the scenario logs are checked."""
+Runtimes: embedded (the suite's own independent runtime), model (the reference model behind the protocol), dsh (dsh's own npm packages behind a node adapter), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or dies makes the run inconclusive, exit {EXIT_INCONCLUSIVE}). The logs are always judged by the model.
+
+The corpus is --corpus DIR, else ${ENV_VAR}, else <checkout>/../shared/corpus; if none is found only the scenario logs are checked (under CI, with a warning)."""
+
+CHECK_EXAMPLES = (
+    "surfacecheck check",
+    "surfacecheck check --runtime dsh --skip bench,explore",
+    "surfacecheck check --runtime cmd:./my-runtime --timeout 30 --json",
+    "surfacecheck check --only mutate --runtime embedded",
+)
+MAIN_EXAMPLES = (
+    "surfacecheck check",
+    "surfacecheck audit path/to/logs/",
+    "surfacecheck verify --runtime dsh --profile smoke",
+    "surfacecheck replay reports/out/traces/TRACE.jsonl",
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -102,18 +98,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="surfacecheck",
         description=MAIN_DESCRIPTION,
-        epilog=EXIT_CODES + "\nRun 'surfacecheck COMMAND --help' for a command's options.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=help_epilog(EXIT_CODES + "\nRun 'surfacecheck COMMAND --help' for a command's options.", MAIN_EXAMPLES,
+                           None),
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    check = commands.add_parser(
-        "check",
+    check = command_parser(
+        commands, "check",
         help="the main job: every capability against one runtime (embedded by default), one report",
-        description=CHECK_DESCRIPTION,
-        epilog=EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=CHECK_DESCRIPTION, epilog=EXIT_CODES, examples=CHECK_EXAMPLES,
     )
     add_common(check, runtime=DEFAULT_RUNTIME, timeout=10.0, report_dir=str(DEFAULT_REPORT_DIR),
                timeout_note="in any stage; bench's one long request keeps its own bound",
@@ -151,11 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
              "coverage, sometimes-witnesses: coverage.json and Cobertura coverage.xml in the report directory)",
     )
     check.set_defaults(func=_run_check)
-    table = commands.add_parser(
-        "catalogue",
+    table = command_parser(
+        commands, "catalogue",
         help="the property catalogue: every property and the engines that check it",
         description="Print one row per catalogue property (surfacecheck/core/catalogue.py): its kind and, per engine "
                     "(verify, audit, explore, prove, findings), whether it checks it (--json: the evaluators' names).",
+        examples=("surfacecheck catalogue", "surfacecheck catalogue --json"),
     )
     table.add_argument("--json", action="store_true", help="one JSON document: the rows with each engine's evaluators")
     table.set_defaults(func=_run_catalogue)

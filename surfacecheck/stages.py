@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from surfacecheck.core.cases import Outcome, TestCase
 
 from .core.verdict import Verdict
+from .core.words import count
 from .core.stage import INCONCLUSIVE, SKIPPED, VIOLATION, CheckContext, StageResult, Terminated, fold_status
 
 CAPABILITY_STAGES = ("runtime", "audit", "verify", "dsh", "findings", "prove", "explore", "e2e", "bench", "mutate")
@@ -87,6 +88,30 @@ def add_stages(report: dict[str, Any], results: list[StageResult]) -> None:
     logs_status = Verdict.from_word(report["verdict"])
     verdict = fold_status([logs_status] + [r.status for r in results if r.status != SKIPPED])
     report["verdict"], report["exit_code"] = verdict.word, verdict.exit_code
+
+
+def verdict_line(report: dict[str, Any]) -> str:
+    """The run's last word: the verdict, the stages that failed, and, when some did not run, which ran and
+    which were skipped or not selected (never "every stage" unless every stage ran)."""
+    stages = report.get("stages") or {}
+    word = {"held": "ALL HELD", "violated": "VIOLATED", "inconclusive": "INCONCLUSIVE"}[report["verdict"]]
+    logs = report.get("logs_verdict")
+    failing = (["logs"] if logs not in (None, "held") else []) + [
+        name for name, row in stages.items() if row["status"] in (VIOLATION, INCONCLUSIVE)]
+    ran = ["logs"] + [name for name, row in stages.items() if row["status"] != SKIPPED]
+    skipped = [name for name, row in stages.items() if row["status"] == SKIPPED]
+    unselected = [name for name in CAPABILITY_STAGES if name not in stages]
+    if failing:
+        line = f"{word} ({', '.join(failing)})"
+    elif skipped or unselected:
+        line = f"{word}: {count(len(ran), 'stage')} ran ({', '.join(ran)})"
+    else:
+        line = f"{word}: logs and every stage"
+    if skipped:
+        line += f"; skipped: {', '.join(skipped)}"
+    if unselected:
+        line += f"; not selected: {', '.join(unselected)}"
+    return f"{line} (exit {report['exit_code']})"
 
 
 def format_stages(results: list[StageResult], verbose: bool = True) -> str:

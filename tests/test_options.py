@@ -41,7 +41,8 @@ def test_every_shared_option_has_the_one_help_text(command):
 
 def test_runtime_help_names_every_registered_spelling():
     assert registry.names() == ["embedded", "model", "dsh", "dsh:DIR", "cmd:COMMAND"]
-    assert "embedded (default), model, dsh, dsh:DIR, cmd:COMMAND" in _options("verify")["--runtime"].help
+    assert "model, dsh, dsh:DIR, cmd:COMMAND, or a registered variant BASE:VARIANT (default: embedded)" \
+        in _options("verify")["--runtime"].help
 
 
 @pytest.mark.parametrize("spec, entry", [("embedded", "embedded"), ("dsh:/x", "dsh:DIR"), ("cmd:./rt", "cmd:COMMAND"),

@@ -7,7 +7,7 @@ import sys
 
 from tqdm import tqdm
 
-from surfacecheck.options import add_common
+from surfacecheck.options import add_common, command_parser
 
 from .format import as_json, human
 from .rules import RULES
@@ -24,8 +24,16 @@ exit codes:
   0  no error-severity finding
   1  an error-severity finding
   2  an input cannot be read as a log (printed as PATH:LINE: reason), or a bad --policy
+
 rules (severity, spec section):
 """ + "\n".join(f"  {r.id:<28} {r.severity:<8} {r.spec}" for r in RULES.values())
+
+
+EXAMPLES = (
+    "surfacecheck audit session.jsonl",
+    "surfacecheck audit path/to/logs/ --strict -v",
+    "surfacecheck audit run.jsonl --policy policies/run.json --json",
+)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -47,8 +55,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def register(commands) -> None:
     """Add ``audit`` to the ``surfacecheck`` parser."""
-    p = commands.add_parser("audit", help="check real session logs against the model and explain every finding",
-                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(commands, "audit", help="check real session logs against the model and explain every finding",
+                       description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file or a folder of logs")
     add_common(p)
     p.add_argument("--policy", metavar="FILE", help="compaction policy JSON (corpus policies/*.json shape) for every "

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+from surfacecheck.core.words import count, errors_line
+
 from .rules import ERROR
 from .run import AuditReport, LogAudit
 
@@ -28,9 +30,12 @@ def human(report: AuditReport, verbose: bool = False, known: bool = True) -> str
             lines.append(_log_line(log))
             lines.extend(_finding_line(f) for f in shown)
     counts = report.counts()
-    lines.append(f"audit: {counts['logs']} logs, {counts['errors']} errors, {counts['warnings']} warnings "
-                 f"({counts['known']} known, listed in surfacecheck/audit/known_findings.json)"
-                 + ("" if not report.unreadable else f", {len(report.unreadable)} unreadable inputs"))
+    lines.append(f"audit: {count(counts['logs'], 'log')}, {errors_line(counts['errors'], counts['errors_set_aside'])}, "
+                 f"{count(counts['warnings'], 'warning')} ({counts['known']} known, listed in "
+                 "surfacecheck/audit/known_findings.json)"
+                 + ("" if not report.unreadable else f", {count(len(report.unreadable), 'unreadable input')}"))
+    if counts["errors_set_aside"]:
+        lines.append("audit: known errors are set aside; --strict counts them")
     if report.logs and not any(f.severity == ERROR for log in report.logs for f in log.findings):
         lines.append("audit: no error-severity finding")
     return "\n".join(lines) + "\n"

@@ -128,6 +128,7 @@ class AuditReport:
         findings = [f for log in self.logs for f in log.findings]
         errors = [f for f in findings if f.severity == ERROR and (self.strict or f.known is None)]
         return {"logs": len(self.logs), "errors": len(errors),
+                "errors_set_aside": sum(1 for f in findings if f.severity == ERROR) - len(errors),
                 "warnings": sum(1 for f in findings if f.severity == WARNING),
                 "known": sum(1 for f in findings if f.known is not None)}
 

@@ -14,10 +14,15 @@ from pathlib import Path
 
 from surfacecheck.bench.harness import BATCH_EVENTS, DEFAULT_SIZES, EVENTS_PER_APPEND, MAX_FLOOR_FACTOR, MAX_RATIO, batch_for
 from surfacecheck.bench.variants import VARIANTS
-from surfacecheck.options import DEFAULT_RUNTIME, add_common
+from surfacecheck.options import DEFAULT_RUNTIME, add_common, command_parser
 
 from . import measure
 
+EXAMPLES = (
+    "surfacecheck bench --check",
+    "surfacecheck bench --sizes 1e2 1e3 1e4 --memory-events none",
+    "surfacecheck bench --runtime dsh --gated meter-measure",
+)
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 REPORT_FILE, PLOT_FILE = "bench.json", "bench.png"
 DEFAULT_MEMORY_EVENTS = (10**3, 10**6)
@@ -61,11 +66,9 @@ def _size(text: str) -> int:
 
 def register(commands) -> None:
     """Add ``bench`` to the ``surfacecheck`` parser."""
-    p = commands.add_parser("bench", help="measure the per-append cost of pressure updates and confirm it is O(1)",
-                            description=DESCRIPTION, epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common(p, runtime=DEFAULT_RUNTIME, runtime_note="a child-process runtime over the protocol's bench op",
-               timeout=measure.PROTOCOL_TIMEOUT, timeout_note="here its one bench request (cmd: and dsh runtimes)",
+    p = command_parser(commands, "bench", help="measure the per-append cost of pressure updates and confirm it is O(1)",
+                       description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
+    add_common(p, runtime=DEFAULT_RUNTIME, timeout=measure.PROTOCOL_TIMEOUT, timeout_note="here its one bench request (cmd: and dsh runtimes)",
                report_dir=str(Path("reports") / "out"), reports=f"{REPORT_FILE}, {PLOT_FILE}")
     p.add_argument("--check", action="store_true", help=f"gate: exit 1 unless ratio <= {MAX_RATIO} and cost <= "
                                                           f"{MAX_FLOOR_FACTOR}x bare pricing at the largest size")
@@ -77,14 +80,19 @@ def register(commands) -> None:
                    help="the variant --check judges (default: the runtime's projection); e.g. --gated "
                         "copy-on-append shows the gate failing. Over the protocol: a series the runtime "
                         "reports, e.g. --runtime dsh --gated meter-measure (dsh's O(surface) meter fold)")
-    p.add_argument("--memory-events", nargs="*", type=_size, default=list(DEFAULT_MEMORY_EVENTS), metavar="N",
+    p.add_argument("--memory-events", nargs="*", type=_memory_size, default=list(DEFAULT_MEMORY_EVENTS), metavar="N",
                    help="log lengths at which to measure each live variant's state size with tracemalloc "
-                        "(default: 1e3 1e6; none to skip)")
+                        "(default: 1e3 1e6; 'none', or no N, to skip)")
     p.add_argument("--appends", type=int, default=None, metavar="N",
                    help=f"appends timed per size (default: ~{round(BATCH_EVENTS / EVENTS_PER_APPEND)}; "
                         "linear variants fewer)")
     p.add_argument("--seed", type=int, default=0, help="workload seed (default: %(default)s)")
     p.set_defaults(func=run_bench)
+
+
+def _memory_size(text: str) -> int | None:
+    """A ``--memory-events`` length, or ``None`` for the word ``none`` (measure no state size)."""
+    return None if text.strip().lower() == "none" else _size(text)
 
 
 def _fail(args, message: str, code: int) -> int:
@@ -99,6 +107,10 @@ def _usage_problem(args) -> str | None:
     problem = measure.runtime_problem(args.runtime)
     if problem:
         return problem
+    if None in args.memory_events:
+        if len(args.memory_events) > 1:
+            return "--memory-events takes lengths or the word none, not both"
+        args.memory_events = []
     if len(set(args.sizes)) < 2:
         return "give at least two different --sizes (the ratio compares the largest with the smallest)"
     if args.appends is not None and args.appends < 1:
@@ -138,7 +150,7 @@ def run_bench(args) -> int:
         from tqdm import tqdm
         live = [n for n in names if not VARIANTS[n].bulk and not VARIANTS[n].stateless]
         with tqdm(total=2 * len(sizes) + len(args.memory_events) * len(live), desc="bench", file=err, leave=False,
-                  disable=False) as bar:
+                  disable=None) as bar:  # a bar on a terminal only: no carriage-return fragments in CI logs
             def progress(message: str) -> None:
                 bar.set_postfix_str(message)
                 bar.update(1)

@@ -38,7 +38,7 @@ class WorkerLost(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser, what: str) -> None:
     """``--workers N`` and ``--scheduler ADDRESS`` with the same help on every command."""
-    group = parser.add_argument_group("distributed (Dask; optional extra: " + INSTALL + ")")
+    group = parser.add_argument_group("distributed (optional: pip install 'surfacecheck[dask]')")
     group.add_argument("--workers", type=_workers, default=None, metavar="N",
                        help=f"split {what} over a local Dask cluster of N worker processes; results are identical "
                             "at any N (default: in this process)")

@@ -8,7 +8,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from surfacecheck.options import add_common
+from surfacecheck.options import HelpFormatter, add_common, command_parser, help_epilog
 
 from .run import FOUR_PATHS, INSTALL_HINT, PATHS, SPEC_VERSION, E2EReport, Options, run_scripts
 from surfacecheck.core import cluster
@@ -51,15 +51,22 @@ exit codes:
   3  inconclusive: the runtime could not be run ({INSTALL_HINT.split(':')[0]}), crashed, hung or timed out;
      or --workers/--scheduler: Dask gave up on a script (its workers kept dying) or the cluster went away
 """
+EXAMPLES = (
+    "surfacecheck e2e dsh",
+    "surfacecheck e2e dsh --generate 20 --seed 3 --keep",
+    "surfacecheck e2e dsh --script my-script.json --isolate-network",
+    "surfacecheck e2e dsh --runtime-version 0.2.1rc2 --python PY",
+)
 
 
 def register(commands) -> None:
     """Add ``e2e`` (with the sub-command ``dsh``) to the ``surfacecheck`` parser."""
     e2e = commands.add_parser("e2e", help="drive the real dsh runtime through scripted conversations; judge it with the model",
-                              description="End-to-end runs of real runtimes. 'surfacecheck e2e dsh --help' for details.")
+                              description="End-to-end runs of real runtimes. 'surfacecheck e2e dsh --help' for details.",
+                              epilog=help_epilog("", EXAMPLES[:1], "e2e"), formatter_class=HelpFormatter)
     runtimes = e2e.add_subparsers(dest="e2e_runtime", metavar="RUNTIME", required=True)
-    p = runtimes.add_parser("dsh", help="the DeepSeek Harness runtime installed from PyPI",
-                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(runtimes, "dsh", help="the DeepSeek Harness runtime installed from PyPI",
+                       description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES, environment_of="e2e dsh")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--script", action="append", metavar="FILE", default=None,
                         help="a script file, a folder of *.json scripts, or a bundle folder (repeatable)")

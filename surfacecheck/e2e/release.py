@@ -67,7 +67,7 @@ class Release:
         value = os.environ.get(self.python)
         if not value:
             raise NoInterpreter(f"dsh {self.name} runs in its own venv: set {self.python} to its python "
-                                f"(or pass --python), e.g. python -m venv /tmp/dsh-v2 && /tmp/dsh-v2/bin/pip "
+                                f"(or pass --python), e.g. python -m venv .venv-dsh-v2 && .venv-dsh-v2/bin/pip "
                                 f"install deepseek-harness-sdk=={self.sdk_version}")
         return value
 

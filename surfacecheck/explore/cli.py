@@ -8,7 +8,7 @@ import sys
 from surfacecheck.core import cluster
 from surfacecheck.core.argtypes import writable_dir
 from surfacecheck.core.memory import parse_size
-from surfacecheck.options import add_common
+from surfacecheck.options import add_common, command_parser
 
 from .world import Bounds
 
@@ -42,12 +42,18 @@ def _positive(value: str) -> int:
     if number < 0:
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
     return number
+EXAMPLES = (
+    "surfacecheck explore",
+    "surfacecheck explore --events 6 --tool-pairs 2 --compactions 2 --max-memory 2G",
+    "surfacecheck explore --variant unbalanced-cut --trace-dir reports/out/traces",
+    "surfacecheck explore --list-variants",
+)
 
 
 def register(commands) -> None:
     """Add ``explore`` to the ``surfacecheck`` parser."""
-    p = commands.add_parser("explore", help="exhaustively model-check a bounded compaction world (BFS, shortest traces)",
-                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(commands, "explore", help="exhaustively model-check a bounded compaction world (BFS, shortest traces)",
+                       description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
     p.add_argument("--events", type=_positive, default=DEFAULTS.events, metavar="N",
                    help="message events: prompts, replies, tool results (default %(default)s)")
     p.add_argument("--tool-pairs", type=_positive, default=DEFAULTS.tool_pairs, metavar="P",
@@ -135,7 +141,7 @@ class _Bar:
     def __init__(self):
         from tqdm import tqdm
 
-        self.bar = tqdm(desc="explore", unit=" states", file=sys.stderr, leave=False)
+        self.bar = tqdm(desc="explore", unit=" states", file=sys.stderr, leave=False, disable=None)  # on a terminal only
 
     def update(self, level: int, states: int, edges: int) -> None:
         self.bar.set_postfix(depth=level, edges=edges)

@@ -38,9 +38,9 @@ def _filler(prefix: str, size: int) -> str:
 PROMPTS = {"U": "Please list the files in the workspace.", "V": _filler("Analyse this build log:", 1900)}
 NOTE = "steering: also check the tests"
 REPLY = "Done: the workspace has three files."
-CALL_ARGS = '{"command":"ls -la /work/project"}'
+CALL_ARGS = '{"command":"ls -la /proj/project"}'
 RESULTS = {"R": "total 3 files: a.txt b.txt c.txt", "S": _filler("build output:", 2400)}
-CONTEXTS = {"X": "cwd: /work/alpha (branch main)", "Y": "cwd: /work/beta (branch dev)"}
+CONTEXTS = {"X": "cwd: /proj/alpha (branch main)", "Y": "cwd: /proj/beta (branch dev)"}
 SUMMARY_TEXTS = {"good": "## Current Work\n- condensed earlier turns", "big": _filler("## Current Work\n-", 6000)}
 PRUNER = {"thresholdChars": 1000, "headChars": 200, "tailChars": 100}
 SURFACE_TYPES = ("user/message", "assistant/message", "tool/result")

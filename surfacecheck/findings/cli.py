@@ -1,13 +1,12 @@
 """Command line of ``surfacecheck findings``: findings about dsh itself (see ``docs/findings.md``)."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from surfacecheck.core.argtypes import writable_dir, writable_file
-from surfacecheck.options import DEFAULT_RUNTIME, add_common
+from surfacecheck.options import DEFAULT_RUNTIME, add_common, command_parser
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 DESCRIPTION = """\
@@ -22,7 +21,7 @@ when neither exists). Each finding states its reachability (shipped-runtime, pub
 foreign-producer, not-reachable); the corpus logs a foreign-producer claim names are scanned here.
 
 This command replays every witness (on the model: a witness that no longer fails is STALE; on another
-runtime: the known findings it does not reproduce are listed), then discovers: every scenario and
+runtime, the --runtime: the known findings it does not reproduce are listed), then discovers: every scenario and
 corpus log appended event by event through the model with the promises watching, and a short seeded
 Hypothesis search of the policy and compaction machines, and an explorer pass (the bounded world of
 `surfacecheck explore`, every state's shortest path run on the model with the promises watching). A
@@ -43,15 +42,18 @@ exit codes:
   2  bad usage or a malformed registry
   3  inconclusive: the runtime failed while replaying a witness
 """
+EXAMPLES = (
+    "surfacecheck findings",
+    "surfacecheck findings --runtime dsh --strict",
+    "surfacecheck findings --no-logs --explore-bounds off --report",
+)
 
 
 def register(commands) -> None:
     """Add ``findings`` to the ``surfacecheck`` parser."""
-    p = commands.add_parser("findings", help="known and new findings about dsh itself (promises it breaks)",
-                            description=DESCRIPTION, epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common(p, runtime=DEFAULT_RUNTIME, runtime_note="the witnesses are also replayed on it",
-               timeout=DEFAULT_TIMEOUT)
+    p = command_parser(commands, "findings", help="known and new findings about dsh itself (promises it breaks)",
+                       description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
+    add_common(p, runtime=DEFAULT_RUNTIME, timeout=DEFAULT_TIMEOUT)
     p.add_argument("--strict", action="store_true", help="exit 1 on known findings too")
     p.add_argument("--trace-dir", type=writable_dir, metavar="DIR", default=str(Path("reports") / "out" / "traces"),
                    help="where NEW findings' traces go (default %(default)s)")

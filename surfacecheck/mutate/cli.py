@@ -10,7 +10,7 @@ from pathlib import Path
 from surfacecheck.core import cluster
 from surfacecheck.core.argtypes import positive_count
 
-from surfacecheck.options import DEFAULT_RUNTIME, add_common
+from surfacecheck.options import DEFAULT_RUNTIME, add_common, command_parser
 from surfacecheck.runtime.registry import mutable
 
 from .units import STAGES
@@ -64,13 +64,17 @@ def _percent(value: str) -> float:
     if not 0.0 <= number <= 100.0:
         raise argparse.ArgumentTypeError(f"{value} is not a percentage between 0 and 100")
     return number
+EXAMPLES = (
+    "surfacecheck mutate --files claims.py --min-score 80",
+    "surfacecheck mutate --runtime dsh --files 'dsh-token-meter/*' --incremental",
+    "surfacecheck mutate --runtime embedded --workers 2 -v",
+)
 
 
 def register(commands) -> None:
-    p = commands.add_parser("mutate", help="mutation testing of the runtime under test: how strong is the gate",
-                            description=DESCRIPTION, epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common(p, runtime=DEFAULT_RUNTIME, runtimes=mutable(), runtime_note="whose code to mutate",
+    p = command_parser(commands, "mutate", help="mutation testing of the runtime under test: how strong is the gate",
+                       description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
+    add_common(p, runtime=DEFAULT_RUNTIME, runtimes=mutable(), runtimes_why="the runtimes with a mutation tool",
                timeout=10.0, timeout_note="one call inside the gate",
                report_dir=None, reports="default: reports/out/mutate-RUNTIME")
     p.add_argument("--files", nargs="+", metavar="GLOB", default=None,

@@ -17,12 +17,10 @@ CLASSNAME = "surfacecheck.mutate"
 def stage(ctx: CheckContext) -> StageResult:
     runtime = "dsh" if ctx.runtime == "dsh" else ctx.runtime
     if "mutate" not in ctx.requested:
-        why = ("skipped: opt-in (tens of minutes for dsh's default files on two cores): surfacecheck check --only "
-               "mutate, or surfacecheck mutate")
+        why = "opt-in: run with --only mutate, or surfacecheck mutate; tens of minutes for dsh's default files"
         return StageResult("mutate", SKIPPED, {"skipped": why}, why)
     if runtime not in mutable():
-        why = (f"skipped: mutation testing changes the runtime's own code: {' or '.join(mutable())}, "
-               f"not {ctx.runtime}")
+        why = f"mutation testing changes the runtime's own code: {' or '.join(mutable())}, not {ctx.runtime}"
         return StageResult("mutate", SKIPPED, {"skipped": why}, why)
     from .run import run_dsh
     from .units import STAGES

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from surfacecheck.core.argtypes import writable_dir
-from surfacecheck.options import add_common
+from surfacecheck.options import add_common, command_parser
 
 DESCRIPTION = """\
 Prove six obligations about the reference model with Z3, each by running the model's own
@@ -21,7 +21,8 @@ k-induction. smallest-compactable-span's retry clause is bounded by --bound:
   incremental-pairing       spec 3: the cached cut fold == the full fold (append, replace)
   generation-progress       spec 2.1, 9.2, 10.2: replaces count; retries need progress
   projection-equivalence    spec 5.1: projection == recount on fully metered logs (k-induction)
-  smallest-compactable-span spec 8.2, 9.4: spans <= 103 tokens never shrink; retry picks the checkpoint
+  smallest-compactable-span spec 8.2, 9.4: spans <= 103 tokens never shrink;
+                            retry picks the checkpoint
 Every obligation has negative controls (deliberately wrong variants) that Z3 must refute; each
 counterexample is written as a trace (surfacecheck-trace/1) and replayed through the model (or
 the wrong variant, model:prove-...) to show the same violation. Progress goes to stderr."""
@@ -33,6 +34,12 @@ exit codes:
   2  bad usage (unknown obligation, negative bound)
   3  inconclusive: some obligation unknown (solver gave up), nothing failed
 """
+
+EXAMPLES = (
+    "surfacecheck prove",
+    "surfacecheck prove --only cut-legality,pairing-ids --bound 6",
+    "surfacecheck prove --json --trace-dir reports/out/proofs",
+)
 
 
 def _bound(value: str) -> int:
@@ -50,8 +57,8 @@ def register(commands) -> None:
     from surfacecheck.properties.proofs import DEFAULT_BOUND
     from surfacecheck.core.stage import DEFAULT_REPORT_DIR
 
-    p = commands.add_parser("prove", help="prove cut legality, generation progress and projection equivalence with Z3",
-                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(commands, "prove", help="prove cut legality, generation progress and projection equivalence with Z3",
+                       description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
     p.add_argument("--bound", type=_bound, default=DEFAULT_BOUND, metavar="N",
                    help="largest surface of the bounded proofs and cross-checks, in nodes (default: %(default)s)")
     p.add_argument("--only", action="append", metavar="NAME",

@@ -82,7 +82,8 @@ def prove(bound: int = DEFAULT_BOUND, only: list[str] | None = None, trace_dir: 
     from surfacecheck.properties.proofs import names
 
     selected = only or names()
-    bar = tqdm(total=len(selected), file=err, desc="prove", unit="obligation", disable=err is None, leave=False)
+    bar = tqdm(total=len(selected), file=err, desc="prove", unit="obligation", disable=True if err is None else None,
+               leave=False)  # a bar on a terminal only
     started = time.perf_counter()
 
     def progress(name: str) -> None:

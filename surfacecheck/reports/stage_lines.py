@@ -1,6 +1,8 @@
 """One line per stage of ``check``: what it found, for the terminal and ``report.html``."""
 from __future__ import annotations
 
+from surfacecheck.core.words import count, errors_line
+
 
 def stage_line(name: str, stage: dict) -> str:
     """What one stage found, in one line, from its summary (``report.json``'s ``stages[name]``)."""
@@ -9,10 +11,10 @@ def stage_line(name: str, stage: dict) -> str:
         return f"interrupted by {s['interrupted']}"
     if "error" in s and len(s) == 1:
         return str(s["error"])[:160]
-    if "skipped" in s:
-        return f"skipped: {s['skipped']}"[:160]
+    if "skipped" in s:  # the status column already says "skipped": the line says why, once
+        return f"({str(s['skipped']).removeprefix('skipped: ')})"[:160]
     if name == "verify":
-        return f"{s.get('examples', 0)} examples, {s.get('steps', 0)} steps, seed {s.get('seed')}"
+        return f"{count(s.get('examples', 0), 'example')}, {count(s.get('steps', 0), 'step')}, seed {s.get('seed')}"
     if name == "explore":
         m = s.get("model") or {}
         caught = sum(1 for c in (s.get("controls") or {}).values() if c.get("caught"))
@@ -25,9 +27,10 @@ def stage_line(name: str, stage: dict) -> str:
         return f"{proved}/{len(obligations)} obligations proved, bound {s.get('bound')}"
     if name == "e2e":
         t = s.get("totals") or {}
-        return f"{t.get('scripts', 0)} scripts, {t.get('agreed', 0)} agreed, {t.get('differed', 0)} differed"
+        return f"{count(t.get('scripts', 0), 'script')}, {t.get('agreed', 0)} agreed, {t.get('differed', 0)} differed"
     if name == "audit":
-        return f"{s.get('logs', 0)} logs, {s.get('errors', 0)} errors, {s.get('warnings', 0)} warnings"
+        return (f"{count(s.get('logs', 0), 'log')}, {errors_line(s.get('errors', 0), s.get('errors_set_aside', 0))}, "
+                f"{count(s.get('warnings', 0), 'warning')}")
     if name == "bench":
         if s.get("cost_model"):
             return ", ".join(f"{k} {v}" for k, v in s["cost_model"].items())

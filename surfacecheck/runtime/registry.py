@@ -81,11 +81,11 @@ def names() -> list[str]:
     return [e.name for e in ENTRIES]
 
 
-def runtime_help(*, default: str | None = None, only: tuple[str, ...] | None = None) -> str:
-    """The ``--runtime`` help line: the spellings (``only`` these), the default, ``BASE:VARIANT``."""
+def runtime_help(*, only: tuple[str, ...] | None = None) -> str:
+    """The spellings ``--runtime`` help lists (``only`` these), and ``BASE:VARIANT``."""
     shown = [e.name for e in ENTRIES if only is None or e.name in only]
     tail = "" if only is not None else ", or a registered variant BASE:VARIANT"
-    return ", ".join(f"{n} (default)" if n == default else n for n in shown) + tail
+    return ", ".join(shown) + tail
 
 
 def entry(spec: str) -> Entry | None:

@@ -1,7 +1,6 @@
 """Command line of ``surfacecheck verify`` and ``surfacecheck replay``."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -11,7 +10,7 @@ from surfacecheck.core import cluster
 from surfacecheck.core.argtypes import writable_dir
 from surfacecheck.core.memory import parse_size
 from surfacecheck.core.protocol import LEVELS
-from surfacecheck.options import DEFAULT_RUNTIME, add_common
+from surfacecheck.options import DEFAULT_RUNTIME, add_common, command_parser
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 EXITS = """\
@@ -35,15 +34,26 @@ REPLAY_DESCRIPTION = """\
 Replay a counterexample trace (from verify, prove or explore) against a runtime, in lockstep
 with the model, re-checking the trace's property and the standard invariants."""
 
+VERIFY_EXAMPLES = (
+    "surfacecheck verify",
+    "surfacecheck verify --runtime dsh --level compaction --profile smoke",
+    "surfacecheck verify --runtime cmd:./my-runtime --seed 7 --json",
+)
+REPLAY_EXAMPLES = (
+    "surfacecheck replay reports/out/traces/TRACE.jsonl",
+    "surfacecheck replay TRACE.jsonl --runtime model",
+    "surfacecheck replay reports/out/e2e/BUNDLE/",
+)
+
 
 def register(commands) -> None:
     """Add ``verify`` and ``replay`` to the ``surfacecheck`` parser."""
     from surfacecheck.verify.profiles import PROFILES
 
-    p = commands.add_parser("verify",
-                            help="drive a runtime in lockstep with the model under Hypothesis stateful testing",
-                            description=VERIFY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                            epilog=EXITS.format(what="at every level run", still="", unreadable=" (unknown runtime)"))
+    p = command_parser(commands, "verify",
+                       help="drive a runtime in lockstep with the model under Hypothesis stateful testing",
+                       description=VERIFY_DESCRIPTION, examples=VERIFY_EXAMPLES,
+                       epilog=EXITS.format(what="at every level run", still="", unreadable=" (unknown runtime)"))
     add_common(p, runtime=DEFAULT_RUNTIME, timeout=DEFAULT_TIMEOUT)
     p.add_argument("--level", choices=LEVELS, default=None,
                    help="one level only (default: every level the runtime supports)")
@@ -66,14 +76,15 @@ def register(commands) -> None:
     cluster.add_arguments(p, "each level's examples, in 8 shards with derived seeds (the same shards at any N)")
     p.set_defaults(func=run_verify_command)
 
-    p = commands.add_parser("replay",
-                            help="replay a counterexample trace against a runtime; exit 1 while it still fails",
-                            description=REPLAY_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                            epilog=EXITS.format(what="the recorded violation is gone", still=" (the failure persists)",
-                                                unreadable=" (unreadable trace, unknown runtime or property)"))
+    p = command_parser(commands, "replay",
+                       help="replay a counterexample trace against a runtime; exit 1 while it still fails",
+                       description=REPLAY_DESCRIPTION, examples=REPLAY_EXAMPLES,
+                       epilog=EXITS.format(what="the recorded violation is gone", still=" (the failure persists)",
+                                           unreadable=" (unreadable trace, unknown runtime or property)"))
     p.add_argument("trace", metavar="TRACE", help="a trace file (surfacecheck-trace/1 JSON lines), or an e2e bundle "
                    "folder (surfacecheck e2e dsh), whose script is run again on the real runtime")
-    add_common(p, runtime=None, runtime_note="default: the one the trace names", timeout=DEFAULT_TIMEOUT)
+    add_common(p, runtime=None, runtime_why="the runtime the trace names, since a trace replays where it failed",
+               timeout=DEFAULT_TIMEOUT)
     p.set_defaults(func=run_replay_command)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from surfacecheck.core.verdict import Verdict
+from surfacecheck.core.words import count
 from surfacecheck.core.protocol import RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.core.trace import Trace, TraceError, write_trace
@@ -80,7 +81,7 @@ class VerifyReport:
             lines.append(f"  regressions: {len(self.regressions)} replayed, {len(failing)} not passing")
             lines += [f"    {r['trace']}: {r['verdict']}: {r['detail']}" for r in failing]
         for lv in self.levels:
-            lines.append(f"  level {lv.level:<10} {lv.status:<12} {lv.examples} examples, {lv.steps} steps, "
+            lines.append(f"  level {lv.level:<10} {lv.status:<12} {count(lv.examples, 'example')}, {count(lv.steps, 'step')}, "
                          f"{lv.steps_per_second:.0f} steps/s, {lv.seconds:.1f} s")
             if lv.violation:
                 v = lv.violation
@@ -217,6 +218,8 @@ def _run_levels(report: VerifyReport, pool, runtime, reference, runtime_spec: st
                 before = len(trace.steps)
                 trace = minimise_trace(trace, runtime, timeout=timeout)
                 err.write(f"verify: level {lvl}: trace cut from {before} to {len(trace.steps)} steps by step deletion\n")
+                result.trace_steps, result.violation = list(trace.steps), trace.violation  # the summary names the
+                # steps of the trace written, not of the example before shrinking
             path = write_trace(Path(trace_dir) / f"verify-{lvl}-{slug(runtime_spec)}-{trace_seed}.jsonl", trace)
             write_reproducer(path, trace)
             report.traces.append(str(path))
