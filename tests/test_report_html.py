@@ -110,6 +110,7 @@ def test_the_page_opens_in_headless_chromium_and_is_screenshotted(checked):
         assert f'id="stage-{stage}"' in html
     assert html.count('class="trace"') >= 10 and 'class="code-coverage"' in html
     assert 'class="sometimes"' in html and 'class="rules"' in html and 'id="verdict"' in html
+    assert screenshot.probe(out / "report.html")["overflow"] == []  # labels, cells and coverage bars fit their boxes
     shot = screenshot.render(out / "report.html", out / screenshot.PNG_FILE)
     assert shot.stat().st_size > 50_000
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -10,6 +10,7 @@ checkpoint, R the runtime-context snapshot (spec 12).
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from html import escape
 
@@ -17,7 +18,8 @@ from surfacecheck.coverage.situations import surface_op
 
 KIND_LETTER = {"user/message": "U", "assistant/message": "A", "tool/result": "T"}
 MAX_STEPS = 80
-LABEL_CHARS = 40
+LABEL_CHARS = 40  # per line of a label: 11 px monospace fits the 290 px left of the boxes
+LINE = 14  # px between the lines of a wrapped label
 BOX, GAP, ROW, LEFT = 30, 3, 34, 330
 
 
@@ -78,23 +80,30 @@ def frames(trace) -> tuple[list[Frame], dict[int, str], str]:
     return out, kinds, stopped
 
 
+def label_lines(frame: Frame) -> list[str]:
+    """A step's label (and the error it returned) wrapped to :data:`LABEL_CHARS` a line: never cut."""
+    text = (frame.label or frame.op) + (f" — {frame.note}" if frame.note else "")
+    return textwrap.wrap(text, LABEL_CHARS, break_long_words=True, break_on_hyphens=False) or [""]
+
+
 def svg(trace, broken_step: int | None = None) -> str:
-    """The drawing as one ``<svg>`` element (self-contained, no scripts), with a caption if it stops early."""
+    """The drawing as one ``<svg>`` element (self-contained, no scripts), with a caption if it stops early.
+    A row is as tall as its wrapped label (one ``<tspan>`` a line)."""
     rows, kinds, stopped = frames(trace)
     widest = max((len(f.nodes) + len(f.shadowed) for f in rows), default=1)
     width = LEFT + widest * (BOX + GAP) + 20
-    height = ROW * len(rows) + 10
+    lines = [label_lines(f) for f in rows]
+    heights = [max(ROW, LINE * len(ls) + 12) for ls in lines]
+    height = sum(heights) + 10
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="trace" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="surface after each step">']
-    for index, f in enumerate(rows):
-        y = 5 + index * ROW
+    y = 5
+    for f, ls, tall in zip(rows, lines, heights):
         if f.step == broken_step:
-            parts.append(f'<rect class="broken" x="0" y="{y - 2}" width="{width}" height="{ROW}" />')
-        label = f.label or f.op
-        text = escape(label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 1] + "…")
+            parts.append(f'<rect class="broken" x="0" y="{y - 2}" width="{width}" height="{tall}" />')
+        spans = "".join(f'<tspan x="34" dy="{0 if i == 0 else LINE}">{escape(line)}</tspan>' for i, line in enumerate(ls))
         parts.append(f'<text class="step" x="4" y="{y + 19}">{f.step:>3}</text>'
-                     f'<text class="label" x="34" y="{y + 19}"><title>{escape(label)}</title>{text}'
-                     f'{escape(" — " + f.note) if f.note else ""}</text>')
+                     f'<text class="label" x="34" y="{y + 19}">{spans}</text>')
         x = LEFT
         for n in f.nodes:
             cls = "node added" if n in f.added else "node"
@@ -107,6 +116,7 @@ def svg(trace, broken_step: int | None = None) -> str:
                          f'<text x="{x + BOX / 2}" y="{y + 11}">{n}</text>'
                          f'<line x1="{x}" y1="{y + BOX - 4}" x2="{x + BOX}" y2="{y}" /></g>')
             x += BOX + GAP
+        y += tall
     parts.append("</svg>")
     caption = f'<p class="note">{escape(stopped)}</p>' if stopped else ""
     return "".join(parts) + caption

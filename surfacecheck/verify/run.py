@@ -123,7 +123,10 @@ def replay_regressions(folder: Path | None, spec: str, levels: list[str], timeou
         except KeyError as exc:
             done.append({"trace": str(path), "verdict": "unreadable", "detail": str(exc)})
             continue
-        done.append({"trace": str(path), "verdict": outcome.verdict, "detail": outcome.describe()})
+        v = outcome.violation  # where it fails now, for the report to draw this run's outcome
+        done.append({"trace": str(path), "verdict": outcome.verdict, "detail": outcome.describe(),
+                     "recorded": trace.property, "steps": len(trace.steps),
+                     "now": {"property": v.property, "step": v.step, "message": v.message} if v else None})
     return done
 
 
