@@ -11,6 +11,7 @@ import argparse
 import io
 import json
 import os
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -118,8 +119,9 @@ def test_bad_script_is_exit_2_with_path(fake, tmp_path, capsys):
     assert main(["e2e", "dsh", "--script", str(bad), "--json"]) == 2
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
-    assert doc["exit_code"] == 2 and doc["error"].startswith(f"{bad}: ")
-    assert f"{bad}: " in captured.err and "Traceback" not in captured.err
+    located = re.compile(rf"{re.escape(str(bad))}:\d+: ")  # PATH:LINE: reason
+    assert doc["exit_code"] == 2 and located.match(doc["error"]), doc["error"]
+    assert located.search(captured.err) and "Traceback" not in captured.err
     assert fake.calls == []  # nothing ran
     missing = tmp_path / "missing.json"
     assert main(["e2e", "dsh", "--script", str(missing)]) == 2
