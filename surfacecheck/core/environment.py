@@ -36,6 +36,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SURFACECHECK_DSH_MODULES", "the dsh runtime's cache",
              "the node_modules folder holding dsh's packages (dsh:DIR wins)", DSH_COMMANDS),
     Variable("SURFACECHECK_NODE", "node on PATH", "the Node.js that runs the dsh adapter", DSH_COMMANDS),
+    Variable("SURFACECHECK_PYTHON", "the Python running surfacecheck",
+             "the Python the langchain and strands runtimes' own environments are built from", DSH_COMMANDS),
     Variable("SURFACECHECK_CACHE", "$XDG_CACHE_HOME/surfacecheck, else ~/.cache/surfacecheck",
              "where --runtime dsh installs dsh's packages (npm ci) on first use", DSH_COMMANDS),
     Variable("SURFACECHECK_BENCH_PASSES", "5", "timing passes per size of bench's dsh series", ("bench", "check")),

@@ -19,6 +19,10 @@ Operations by level (each level includes the ones above it):
     ``configure {policy, context_window?, route?, summaries?}`` · ``pre_step {context?, step?, claimed?, summaries?}`` ·
     ``request_error {code, summaries?}`` · ``manual_compact {args?, summary?}`` · ``reload {}`` (crash and reopen)
 
+``conversation`` (a level of its own, served by agent runtimes other than dsh; ``docs/conversation-protocol.md``)
+    ``open {settings, system?, history?}`` · ``turn {user, replies?, summaries?, overflow_above?, ...}`` ·
+    ``compact {summaries?, summarizer_window?}``
+
 Exact shapes: ``docs/protocol.md`` and ``docs/schemas/`` (generated from :mod:`.schemas`).
 
 A request the runtime refuses for a spec reason is *not* an exception: the result is
@@ -36,7 +40,11 @@ OPS: dict[str, tuple[str, ...]] = {
     "log": ("reset", "append", "surface", "cuts", "measure", "projection", "events"),
     "compaction": ("select_range", "prune", "compact"),
     "policy": ("configure", "pre_step", "request_error", "manual_compact", "reload"),
+    "conversation": ("open", "turn", "compact"),
 }
+CONVERSATION = "conversation"
+"""The level of a runtime-neutral conversation; it stands apart from the log levels (it includes none of them)."""
+ANNOUNCEABLE = LEVELS + (CONVERSATION,)
 
 
 def ops_at(level: str) -> tuple[str, ...]:

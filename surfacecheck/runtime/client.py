@@ -23,7 +23,7 @@ import time
 import weakref
 from typing import Any
 
-from ..core.protocol import LEVELS, PROTOCOL, ProtocolError, RuntimeUnavailable
+from ..core.protocol import ANNOUNCEABLE, PROTOCOL, ProtocolError, RuntimeUnavailable
 from .pipe import LinePipe, LineTooLong, PipeClosed, PipeTimeout
 
 STDERR_LINES = 40
@@ -259,5 +259,5 @@ class ProcessRuntime:
         if hello.get("protocol") != PROTOCOL:
             raise self._fail("protocol", f"hello announced protocol {hello.get('protocol')!r}; expected {PROTOCOL!r}")
         levels = hello.get("levels")
-        if not isinstance(levels, list) or not levels or any(level not in LEVELS for level in levels):
-            raise self._fail("protocol", f"hello announced levels {levels!r}; expected a non-empty subset of {list(LEVELS)}")
+        if not isinstance(levels, list) or not levels or any(level not in ANNOUNCEABLE for level in levels):
+            raise self._fail("protocol", f"hello announced levels {levels!r}; expected a non-empty subset of {list(ANNOUNCEABLE)}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..core.protocol import LEVELS, Runtime
+from ..core.protocol import CONVERSATION, LEVELS, Runtime
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ANNOUNCED = ()  # levels: whatever the runtime's hello announces
@@ -28,6 +28,10 @@ def _dsh_problem(spec: str) -> str | None:
 
 def _open_dsh(spec: str, timeout: float) -> Runtime:
     return importlib.import_module("surfacecheck.runtime.dsh").open_dsh(spec, timeout)
+
+
+def _open_python(spec: str, timeout: float) -> Runtime:
+    return importlib.import_module("surfacecheck.runtime.conversation.pyenv").open_python_runtime(spec, timeout)
 
 
 def _cmd_problem(spec: str) -> str | None:
@@ -66,6 +70,10 @@ ENTRIES: tuple[Entry, ...] = (
           mutation="StrykerJS", problem=_dsh_problem),
     Entry("dsh:DIR", _open_dsh, LEVELS, "dsh's code from the node_modules folder DIR", coverage="V8",
           mutation="StrykerJS", prefix="dsh:", problem=_dsh_problem),
+    Entry("langchain", _open_python, (CONVERSATION,), "LangChain 1.5.0's SummarizationMiddleware and create_agent loop, "
+          "in its own environment (conversation level)"),
+    Entry("strands", _open_python, (CONVERSATION,), "Strands Agents 1.62.0's conversation managers and Agent loop, "
+          "in its own environment (conversation level)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",
           problem=_cmd_problem),
 )
