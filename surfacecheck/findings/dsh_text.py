@@ -14,9 +14,10 @@ three lines is quoted as one sentence.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from surfacecheck.core.quotes import find_line, normalise  # noqa: F401 - dsh quotes match by these rules
 
 VERSION = "0.1.0-rc.8"
 """The dsh release the registry quotes (the spec's commit 611615650f, the adapter's pinned packages)."""
@@ -24,7 +25,6 @@ KINDS = ("promise", "intent", "silent")
 """What a quote shows: dsh ``promise``s the property (a defect's evidence), documents or ``intent``s the
 behaviour (a tradeoff's), or describes the mechanism and stays ``silent`` on the promise (a design question's)."""
 SOURCES = ("package", "spec-14.3")
-_MARKER = re.compile(r"^\s*(?:/\*\*+|\*/|\*|//+)?\s?")
 
 
 @dataclass(frozen=True)
@@ -38,45 +38,6 @@ class QuoteCheck:
 
     def to_json(self) -> dict:
         return {"found": self.found, "where": self.where, "line": self.line, "why": self.why}
-
-
-def normalise(text: str) -> str:
-    """Comment text as prose: markers dropped per line, whitespace collapsed (the matching rule above)."""
-    return " ".join(" ".join(_MARKER.sub("", line, count=1) for line in text.splitlines()).split())
-
-
-def find_line(text: str, quote: str) -> int | None:
-    """The 1-based line where ``quote`` starts in ``text`` (by the matching rule), or None."""
-    wanted = normalise(quote)
-    if not wanted:
-        return None
-    lines = text.splitlines()
-    cleaned = [" ".join(_MARKER.sub("", line, count=1).split()) for line in lines]
-    starts, position = [], 0
-    for piece in cleaned:
-        starts.append(position)
-        position += len(piece) + 1
-    index = _collapsed_find(" ".join(cleaned), wanted)  # empty lines leave doubled spaces: collapsed
-    if index is None:
-        return None
-    line = 0
-    while line + 1 < len(starts) and starts[line + 1] <= index:
-        line += 1
-    return line + 1
-
-
-def _collapsed_find(prose: str, wanted: str) -> int | None:
-    """Offset in ``prose`` of ``wanted`` when runs of spaces in ``prose`` count as one."""
-    kept, offsets, previous_space = [], [], False
-    for offset, char in enumerate(prose):
-        space = char.isspace()
-        if space and previous_space:
-            continue
-        kept.append(" " if space else char)
-        offsets.append(offset)
-        previous_space = space
-    found = "".join(kept).find(wanted)
-    return None if found < 0 else offsets[found]
 
 
 def installed_modules() -> Path | None:
