@@ -201,6 +201,8 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
                     f"{count(total['logs'], 'log')}",
         "inconclusive": f"INCONCLUSIVE: {total['inconclusive']} of {count(total['logs'], 'log')} reached no verdict",
     }[report.get("logs_verdict", report["verdict"])]
+    if report.get("logs_not_applicable"):
+        verdict = f"({report['logs_not_applicable']})"
     if report.get("logs_interrupted"):
         cut = report["logs_interrupted"]
         verdict = f"INTERRUPTED after {cut['checked']} of {cut['of']} logs" + (
@@ -209,7 +211,7 @@ def format_human(report: dict[str, Any], results: list[LogResult], report_files:
     if not stages:
         out += ["", f"{verdict} (exit {report['exit_code']})"]
     else:
-        out += ["", "stages:", f"  {'logs':<9} {report.get('logs_verdict') or report['verdict']:<13} {'':>7}    {verdict}"]
+        out += ["", "stages:", f"  {'logs':<9} {'skipped' if report.get('logs_not_applicable') else report.get('logs_verdict') or report['verdict']:<13} {'':>7}    {verdict}"]
         out += [f"  {name:<9} {row['status']:<13} {row['seconds']:>7.1f} s  {stage_line(name, row)}"
                 for name, row in stages.items()]
         out += ["", verdict_line(report)]
@@ -324,9 +326,17 @@ def run_check(
     if problem:
         return _fail(problem, json_out, out, err)
 
+    from .stages import not_applicable
+
+    logs_not_applicable = not_applicable("logs", runtime)
+    if logs_not_applicable:  # a conversation-level runtime: dsh's logs say nothing about it
+        corpus, scenario_dir = None, scenario_dir or scenarios.LOGS_DIR
+        coverage = False
     try:
-        if corpus is not None:
-            corpus_dir: Path | None = Path(corpus)
+        if logs_not_applicable:
+            corpus_dir: Path | None = None
+        elif corpus is not None:
+            corpus_dir = Path(corpus)
             if not corpus_dir.is_dir():
                 raise CorpusError(f"corpus directory {corpus_dir} does not exist")
         else:
@@ -345,7 +355,9 @@ def run_check(
     jobs: list[tuple[Path, str, str, dict[str, Any] | None]] = [
         (p, SOURCE_SCENARIO, f"{SOURCE_SCENARIO}/{p.name}", None) for p in scenario_files
     ]
-    if corpus_dir is None:
+    if logs_not_applicable:
+        jobs = []
+    elif corpus_dir is None:
         err.write(f"surfacecheck check: {'warning' if os.environ.get('CI') else 'note'}: no corpus found, checking "
                   "scenario logs only (set SURFACECHECK_CORPUS=/path/to/shared/corpus or pass --corpus)\n")
     else:
@@ -390,7 +402,9 @@ def run_check(
                 stage_results = run_stages(ctx, CAPABILITY_STAGES if stages is None else stages, interrupted, around)
 
     report = build_report(results, runtime, corpus_dir, scenario_path, time.perf_counter() - started)
-    if corpus_dir is None and os.environ.get("CI"):
+    if logs_not_applicable:
+        report["logs_not_applicable"] = logs_not_applicable
+    elif corpus_dir is None and os.environ.get("CI"):
         report["warnings"] = [NO_CORPUS_IN_CI]
     add_stages(report, stage_results)
     coverage_doc = None

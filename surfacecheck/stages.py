@@ -19,12 +19,41 @@ from .core.verdict import Verdict
 from .core.words import count
 from .core.stage import INCONCLUSIVE, SKIPPED, VIOLATION, CheckContext, StageResult, Terminated, fold_status
 
-CAPABILITY_STAGES = ("runtime", "audit", "verify", "dsh", "findings", "prove", "explore", "e2e", "bench", "mutate")
+CAPABILITY_STAGES = ("runtime", "audit", "verify", "dsh", "findings", "contract", "prove", "explore", "e2e", "bench",
+                     "mutate")
 ALL_STAGES = ("logs",) + CAPABILITY_STAGES
+CONVERSATION_STAGES = {
+    "contract": "surfacecheck.contract.stage",
+    "findings": "surfacecheck.contract.findings_stage",
+    "bench": "surfacecheck.contract.bench_stage",
+}
+"""The stages that apply to a conversation-level runtime (LangChain, Strands, ...), and their modules: the contract
+search, the contract's findings, the cost of the runtime's own trigger check. Every other stage reads dsh's log."""
 
 
-def _load(name: str):
-    module = f"surfacecheck.{name}.stage"
+def not_applicable(name: str, runtime: str) -> str | None:
+    """Why stage ``name`` does not apply to ``runtime`` (one sentence), or None when it does."""
+    from surfacecheck.runtime.registry import conversation_runtimes, serves_conversation
+
+    if serves_conversation(runtime):
+        if name in CONVERSATION_STAGES:
+            return None
+        what = "judges dsh's recorded logs" if name == "logs" else "drives dsh's session log"
+        return f"not applicable: {runtime} serves the conversation level; the {name} stage {what}"
+    if name == "contract":
+        return (f"not applicable: the compaction contract drives conversation-level runtimes "
+                f"({', '.join(conversation_runtimes())}); {runtime} serves dsh's log levels, checked by every other stage")
+    return None
+
+
+def _module_name(name: str, runtime: str) -> str:
+    from surfacecheck.runtime.registry import serves_conversation
+
+    return CONVERSATION_STAGES[name] if serves_conversation(runtime) else f"surfacecheck.{name}.stage"
+
+
+def _load(name: str, runtime: str = "embedded"):
+    module = _module_name(name, runtime)
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -44,8 +73,13 @@ def run_stages(ctx: CheckContext, names: Sequence[str], interrupted: list | None
         if name == "logs":
             continue
         started = time.perf_counter()
+        why = not_applicable(name, ctx.runtime)
+        if why:
+            ctx.err.write(f"surfacecheck check: stage {name}: {why}\n")
+            results.append(StageResult(name, SKIPPED, {"skipped": why}, why + "\n", [], 0.0))
+            continue
         try:
-            module = _load(name)
+            module = _load(name, ctx.runtime)
             if module is None:
                 continue
             ctx.err.write(f"surfacecheck check: stage {name} ...\n")
@@ -86,7 +120,11 @@ def add_stages(report: dict[str, Any], results: list[StageResult]) -> None:
     }
     report["logs_verdict"] = report["verdict"]
     logs_status = Verdict.from_word(report["verdict"])
-    verdict = fold_status([logs_status] + [r.status for r in results if r.status != SKIPPED])
+    ran = [r.status for r in results if r.status != SKIPPED]
+    if report.get("logs_not_applicable") and not ran:  # nothing that applies ran: never a pass that checked nothing
+        report["nothing_checked"] = "no stage that applies to this runtime ran"
+        ran = [INCONCLUSIVE]
+    verdict = fold_status(([] if report.get("logs_not_applicable") else [logs_status]) + ran)
     report["verdict"], report["exit_code"] = verdict.word, verdict.exit_code
 
 
@@ -96,9 +134,10 @@ def verdict_line(report: dict[str, Any]) -> str:
     stages = report.get("stages") or {}
     word = {"held": "ALL HELD", "violated": "VIOLATED", "inconclusive": "INCONCLUSIVE"}[report["verdict"]]
     logs = report.get("logs_verdict")
-    failing = (["logs"] if logs not in (None, "held") else []) + [
+    logs_ran = not report.get("logs_not_applicable")
+    failing = (["logs"] if logs_ran and logs not in (None, "held") else []) + [
         name for name, row in stages.items() if row["status"] in (VIOLATION, INCONCLUSIVE)]
-    ran = ["logs"] + [name for name, row in stages.items() if row["status"] != SKIPPED]
+    ran = ["logs"] * logs_ran + [name for name, row in stages.items() if row["status"] != SKIPPED]
     skipped = [name for name, row in stages.items() if row["status"] == SKIPPED]
     unselected = [name for name in CAPABILITY_STAGES if name not in stages]
     if failing:

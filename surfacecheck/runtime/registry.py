@@ -134,6 +134,17 @@ def variants() -> list[str]:
     return sorted(_VARIANTS)
 
 
+def serves_conversation(spec: str) -> bool:
+    """Does ``spec`` (a named runtime, a spelling or a variant ``BASE:VARIANT``) serve the conversation level?"""
+    found = entry(spec) or entry(base(spec))
+    return found is not None and CONVERSATION in found.levels
+
+
+def conversation_runtimes() -> list[str]:
+    """The named runtimes that serve the conversation level (``langchain``, ``strands``, ...)."""
+    return [e.name for e in ENTRIES if e.prefix is None and CONVERSATION in e.levels]
+
+
 def problem(spec: str) -> str | None:
     """Why ``spec`` is not a runtime spelling (a message), or ``None``."""
     found = entry(spec)
