@@ -137,10 +137,13 @@ def check_settings(settings: Any, known: dict[str, Any]) -> dict:
 
 
 def serve(name: str, version: str, open_session: Callable[[dict], tuple[Session, dict]],
-          stdin=None, stdout=None) -> None:
-    """Answer requests until stdin ends. ``open_session(args)`` returns the session and ``open``'s answer."""
+          stdin=None, stdout=None, extra_ops: dict[str, Callable[[dict], dict]] | None = None) -> None:
+    """Answer requests until stdin ends. ``open_session(args)`` returns the session and ``open``'s answer.
+    ``extra_ops`` (name -> handler of ``args``) are ops an adapter serves besides :data:`OPS` (e.g. ``bench``);
+    ``hello`` announces them after the shared ones."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
     session: Session | None = None
+    extra = dict(extra_ops or {})
 
     def answer(payload: dict) -> None:
         stdout.write(json.dumps(payload, separators=(",", ":")) + "\n")
@@ -157,7 +160,7 @@ def serve(name: str, version: str, open_session: Callable[[dict], tuple[Session,
             continue
         try:
             if op == "hello":
-                result = {"protocol": PROTOCOL, "name": name, "levels": [LEVEL], "ops": list(OPS),
+                result = {"protocol": PROTOCOL, "name": name, "levels": [LEVEL], "ops": [*OPS, *extra],
                           "runtime": {"name": name, "version": version}}
             elif op == "open":
                 session, result = open_session(args)
@@ -165,6 +168,8 @@ def serve(name: str, version: str, open_session: Callable[[dict], tuple[Session,
                 if session is None:
                     raise BadArgs(f"{op} before open")
                 result = getattr(session, op)(args)
+            elif op in extra:
+                result = extra[op](args)
             else:
                 answer({"id": rid, "error": {"type": "unknown-op", "message": f"unknown op {op!r}"}})
                 continue
