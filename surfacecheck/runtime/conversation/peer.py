@@ -137,9 +137,12 @@ def check_settings(settings: Any, known: dict[str, Any]) -> dict:
 
 
 def serve(name: str, version: str, open_session: Callable[[dict], tuple[Session, dict]],
-          stdin=None, stdout=None) -> None:
-    """Answer requests until stdin ends. ``open_session(args)`` returns the session and ``open``'s answer."""
+          stdin=None, stdout=None, extra_ops: tuple[str, ...] = ()) -> None:
+    """Answer requests until stdin ends. ``open_session(args)`` returns the session and ``open``'s answer.
+    ``extra_ops`` (e.g. ``("bench",)``) are further session ops the adapter serves: announced in ``hello`` and
+    dispatched, after ``open``, to the session's method of that name."""
     stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    session_ops = ("turn", "compact") + tuple(extra_ops)
     session: Session | None = None
 
     def answer(payload: dict) -> None:
@@ -157,11 +160,11 @@ def serve(name: str, version: str, open_session: Callable[[dict], tuple[Session,
             continue
         try:
             if op == "hello":
-                result = {"protocol": PROTOCOL, "name": name, "levels": [LEVEL], "ops": list(OPS),
+                result = {"protocol": PROTOCOL, "name": name, "levels": [LEVEL], "ops": list(OPS) + list(extra_ops),
                           "runtime": {"name": name, "version": version}}
             elif op == "open":
                 session, result = open_session(args)
-            elif op in ("turn", "compact"):
+            elif op in session_ops:
                 if session is None:
                     raise BadArgs(f"{op} before open")
                 result = getattr(session, op)(args)
