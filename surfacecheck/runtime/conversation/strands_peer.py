@@ -71,10 +71,15 @@ def _result_text(result: dict) -> str:
     return "".join(parts)
 
 
+def _summary_key(message: dict) -> str:
+    return json.dumps(message.get("content"), sort_keys=True, default=str)
+
+
 def to_neutral(messages: list[dict], summaries: set[str] | None = None) -> list[dict]:
     """Strands messages as neutral ones: a user message of ``toolResult`` blocks becomes one ``tool`` message per
-    result with ``"packed": k`` (k: the index of the Strands message they share); a summary (a message whose
-    tracking id the manager produced as ``_summary_message``) carries ``"summary": true``."""
+    result with ``"packed": k`` (k: the index of the Strands message they share); a summary carries
+    ``"summary": true``: a message the manager produced as its ``_summary_message`` (known by its tracking id, or,
+    in a request, where Strands strips everything but role and content, by its content)."""
     out: list[dict] = []
     for k, m in enumerate(messages):
         content = m.get("content") or []
@@ -96,7 +101,7 @@ def to_neutral(messages: list[dict], summaries: set[str] | None = None) -> list[
                     out.append({"role": "user", "text": b["text"], "packed": k})
             continue
         item = {"role": "user", "text": "".join(b["text"] for b in content if "text" in b)}
-        if summaries and m.get("tracking_id") in summaries:
+        if summaries and (m.get("tracking_id") in summaries or _summary_key(m) in summaries):
             item["summary"] = True
         out.append(item)
     return out
@@ -302,7 +307,7 @@ class StrandsSession(peer.Session):
                     if depth[0] == 0:
                         summary = getattr(manager, "_summary_message", None)
                         if summary is not None and summary.get("tracking_id"):
-                            self.summary_ids.add(summary["tracking_id"])
+                            self.summary_ids.update((summary["tracking_id"], _summary_key(summary)))
                         old, new = to_neutral(before, self.summary_ids), to_neutral(agent.messages, self.summary_ids)
                         if old != new:
                             self.steps.append({"kind": "compaction", "before": old, "after": new,
