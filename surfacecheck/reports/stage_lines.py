@@ -35,8 +35,11 @@ def stage_line(name: str, stage: dict) -> str:
         if s.get("cost_model"):
             return ", ".join(f"{k} {v}" for k, v in s["cost_model"].items())
         timing = s.get("timing_ns") or {}
-        return (f"{s.get('subject', 'runtime')} per append: " + ", ".join(f"{v:.0f} ns at {k}" for k, v in timing.items())
-                + (f"; ratio {s['ratio']}" if s.get("ratio") is not None else "")) if timing else ""
+        subject = s.get("subject", "runtime")
+        grows = (f"; {s['growth'][subject]} (slope {s['exponent'][subject]})"
+                 if subject in (s.get("growth") or {}) else "")
+        return (f"{subject} per append: " + ", ".join(f"{v:.0f} ns at {k}" for k, v in timing.items())
+                + (f"; ratio {s['ratio']}" if s.get("ratio") is not None else "") + grows) if timing else ""
     if name == "dsh":
         v, w = s.get("verify") or {}, s.get("witnesses") or []
         return (f"verify on dsh's library: {v.get('verdict', '')}, {v.get('examples', 0)} examples; "
