@@ -11,6 +11,7 @@ search inconclusive (its reason in :attr:`SearchResult.inconclusive`); the witne
 """
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
@@ -161,7 +162,7 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
     judge's ``promises``, else the contract's), so the search can stop once every one is found. ``ValueError``
     for a spelling that names no conversation-level runtime."""
     say = progress or _stderr
-    seed = new_seed("ci", seed)
+    seed = new_seed("ci" if os.environ.get("CI") else "dev", seed)
     provider = provider or default_provider(spec)
     examples = examples or EXAMPLES
     checked = tuple(promises) if promises is not None else promise_ids(judge)
