@@ -4,6 +4,8 @@ the same witness for the same seed, and is inconclusive when the runtime hangs."
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -204,3 +206,17 @@ def test_every_runtime_draws_its_defaults_first(spec):
 
     draw()
     assert {} in seen
+
+
+CHILD = f"cmd:{sys.executable} {Path(__file__).with_name('contract_fake_runtime.py')}"
+
+
+def test_a_child_process_runtime_is_searched_through_the_protocol():
+    result = search(CHILD, seed=2, examples=30, judge=bounded, deadline_seconds=60, progress=QUIET, timeout=5)
+    assert result.exit_code == 1 and result.found[PROMISE].messages <= 12
+
+
+def test_a_child_that_hangs_is_inconclusive():
+    result = search(CHILD + " hang", seed=2, examples=30, judge=bounded, deadline_seconds=60, progress=QUIET,
+                    timeout=0.5)
+    assert result.exit_code == 3 and result.inconclusive.startswith("timeout")
