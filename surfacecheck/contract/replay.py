@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Callable
 
 from surfacecheck.core.protocol import ProtocolError, RuntimeUnavailable
-from surfacecheck.core.trace import Trace, read_trace
+from surfacecheck.core.trace import Trace
+from surfacecheck.properties.trace_check import read_valid_trace
 from surfacecheck.runtime import registry
-from surfacecheck.runtime.conversation.peer import BadArgs, check_messages
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 from .driver import Driver, default_provider
@@ -51,30 +51,9 @@ def promise_error(name: str) -> str | None:
     return None if name in known else f"unknown promise {name!r}; the contract's promises: {', '.join(known)}"
 
 
-def args_error(op: str, args: dict) -> str | None:
-    """Why ``args`` is not a request of ``op`` at the conversation level (None when it is)."""
-    try:
-        if op == "open":
-            if not isinstance(args.get("settings", {}), dict):
-                return "settings must be an object"
-            if args.get("system") is not None and not isinstance(args["system"], str):
-                return "system must be a string or null"
-            check_messages(args.get("history"))
-        elif op == "turn":
-            if not isinstance(args.get("user"), str):
-                return "user must be a string"
-            if not isinstance(args.get("replies", []), list) or not all(isinstance(r, dict) for r in args.get("replies", [])):
-                return "replies must be a list of objects"
-        if not isinstance(args.get("summaries", []), list):
-            return "summaries must be a list of summarizer scripts"
-    except BadArgs as exc:
-        return str(exc)
-    return None
-
-
 def read_contract_trace(path: str | Path) -> Trace:
     """Read a contract trace, every line checked; :class:`~surfacecheck.core.trace.TraceError` otherwise."""
-    return read_trace(path, check_step=args_error, check_property=promise_error)
+    return read_valid_trace(path, check_property=promise_error)
 
 
 @dataclass
