@@ -70,8 +70,8 @@ def _kinds(messages) -> str:
     count = Counter(m.get("role") for m in messages)
     calls = sum(len(m.get("calls") or ()) for m in messages)
     parts = [f"{n} {role}" for role, n in count.items()]
-    extra = [f"{calls} calls"] if calls else []
-    extra += [f"{n} summary"] if (n := sum(1 for m in messages if m.get("summary"))) else []
+    extra = [f"{calls} call{'s' if calls > 1 else ''}"] if calls else []
+    extra += [f"{n} summar{'ies' if n > 1 else 'y'}"] if (n := sum(1 for m in messages if m.get("summary"))) else []
     return ", ".join(parts + extra)
 
 
