@@ -220,3 +220,9 @@ def test_a_child_that_hangs_is_inconclusive():
     result = search(CHILD + " hang", seed=2, examples=30, judge=bounded, deadline_seconds=60, progress=QUIET,
                     timeout=0.5)
     assert result.exit_code == 3 and result.inconclusive.startswith("timeout")
+
+
+def test_the_budget_ends_the_search_between_examples():
+    result = search("reference:test-keeps", seed=1, examples=100_000, judge=bounded, deadline_seconds=0.5,
+                    progress=QUIET)
+    assert result.out_of_time and result.exit_code == 0 and result.seconds < 10

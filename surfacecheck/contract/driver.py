@@ -61,6 +61,10 @@ class Driver:
         return exchange
 
 
+def _messages(n: int) -> str:
+    return f"{n} message{'' if n == 1 else 's'}"
+
+
 def _quote(text: str, limit: int = 40) -> str:
     text = " ".join(str(text).split())
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
@@ -85,7 +89,7 @@ def open_label(args: dict, answer: dict | None = None) -> str:
     history = args.get("history") or []
     said = [f"open with {describe_settings(args.get('settings') or {})}",
             f"system {_quote(args['system'])}" if args.get("system") else "no system prompt",
-            f"history of {len(history)} messages ({_kinds(history)})" if history else "empty history"]
+            f"history of {_messages(len(history))} ({_kinds(history)})" if history else "empty history"]
     trigger = (answer or {}).get("trigger")
     if trigger:
         said.append(f"compacts at {trigger.get('kind')} {trigger.get('value')}")
@@ -115,11 +119,12 @@ def _answer_words(answer: dict | None) -> list[str]:
     words = []
     compactions = [s for s in steps if s.get("kind") == "compaction"]
     for c in compactions:
-        words.append(f"compacts ({c.get('cause')}) {len(c.get('before') or [])} -> {len(c.get('after') or [])} messages")
+        words.append(f"compacts ({c.get('cause')}) {len(c.get('before') or [])} -> "
+                     f"{_messages(len(c.get('after') or []))}")
     errors = [s for s in steps if s.get("kind") == "error"]
     for e in errors:
         words.append(f"ends in {'typed ' if e.get('typed') else ''}error {e.get('type')}")
-    words.append(f"history {len(answer.get('history') or [])} messages")
+    words.append(f"history {_messages(len(answer.get('history') or []))}")
     return words
 
 
