@@ -74,6 +74,8 @@ class SearchContext:
     refusals: Counter = field(default_factory=Counter)
     first_refusal: str | None = None
     progress: Any = None  # a tqdm bar (or None), advanced once per example
+    spent: bool = False  # the budget stopped the round
+    gone: RuntimeGone | None = None  # the runtime hung or died
 
 
 def machine_class(context: SearchContext) -> type[RuleBasedStateMachine]:
@@ -83,6 +85,7 @@ def machine_class(context: SearchContext) -> type[RuleBasedStateMachine]:
         def __init__(self) -> None:
             super().__init__()
             if context.target is None and context.deadline is not None and time.monotonic() > context.deadline:
+                context.spent = True  # sticky: Hypothesis may run the machine again after the first raise
                 raise BudgetSpent()
             context.examples += 1
             if context.progress is not None:
@@ -96,7 +99,8 @@ def machine_class(context: SearchContext) -> type[RuleBasedStateMachine]:
             try:
                 return fn(*args)
             except RuntimeUnavailable as exc:
-                raise RuntimeGone(exc) from None
+                context.gone = RuntimeGone(exc)
+                raise context.gone from None
 
         @initialize(settings=settings_for(context.spec), system=st.one_of(st.none(), st.sampled_from(SYSTEM_TEXTS)),
                     history=histories())

@@ -242,7 +242,15 @@ def _round(context: SearchContext, seed: int, examples: int, result: SearchResul
         return True
     except PromiseBroken:
         pass
-    except Exception:  # e.g. Hypothesis's Flaky when a nondeterministic runtime breaks a promise only sometimes
+    except Exception:  # e.g. Hypothesis's Flaky when a nondeterministic runtime breaks a promise only sometimes,
+        # or when a stop (the budget, a runtime gone: BaseExceptions) came mid-example and Hypothesis tried again
+        if context.gone is not None:
+            cause = context.gone.cause
+            result.inconclusive, result.stderr = f"{cause.kind}: {cause}", cause.stderr
+            return True
+        if context.spent and context.failure is None:
+            result.out_of_time = True
+            return True
         if context.failure is None:
             raise
     finally:
