@@ -90,7 +90,7 @@ class SearchResult:
     seed: int
     promises: tuple[str, ...] = ()  # the promises checked (empty: not known to the search)
     found: dict[str, Found] = field(default_factory=dict)
-    examples: int = 0
+    examples: int = 0  # every example run, the shrinker's included
     steps: int = 0
     seconds: float = 0.0
     rounds: int = 0
