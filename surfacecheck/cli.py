@@ -162,10 +162,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    """``replay`` hands a trace to the engine that wrote it: an e2e bundle folder re-runs its script on the real
-    runtime (``surfacecheck e2e``), any other trace replays in lockstep with the model (``surfacecheck verify``)."""
+    """``replay`` hands a trace to the engine that wrote it: a conversation-level trace runs on its runtime and is
+    judged by the contract's promises (``surfacecheck contract``), an e2e bundle folder re-runs its script on the
+    real runtime (``surfacecheck e2e``), any other trace replays in lockstep with the model (``surfacecheck verify``)."""
+    from surfacecheck.core.trace import CONVERSATION, peek_header
     from surfacecheck.e2e.bundle import is_e2e_target
 
+    header = peek_header(args.trace)
+    if header is not None and (header.get("level") == CONVERSATION or header.get("source") == "contract"):
+        from surfacecheck.contract.cli import replay_command
+        return replay_command(args)
     if is_e2e_target(args.trace):
         from surfacecheck.e2e.cli import replay_bundle
         return replay_bundle(args.trace, json_out=args.json)
@@ -174,7 +180,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 # Each capability registers its own subcommands (``surfacecheck/<capability>/cli.py``).
-CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore", "e2e", "mutate")
+CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore", "e2e", "mutate", "contract")
 
 
 def _stage_list(value: str) -> tuple[str, ...]:

@@ -67,9 +67,10 @@ def test_the_runtime_line_is_one_sentence_everywhere():
     assert common.endswith(f"(default: {DEFAULT_RUNTIME})")
     for command, line in lines.items():
         assert re.fullmatch(r"the runtime under test: [^()]+ \(default: [^()]+\)", line), (command, line)
-        if command not in ("replay", "mutate"):
+        if command not in ("replay", "mutate", "contract"):
             assert line == common, command
     assert "since a trace replays where it failed" in lines["replay"]  # a different default says why
+    assert "(default: none: required, a runtime that serves the conversation level)" in lines["contract"]
     assert "embedded, dsh, the runtimes with a mutation tool (default: embedded)" in lines["mutate"]
 
 

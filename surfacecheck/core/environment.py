@@ -37,7 +37,8 @@ VARIABLES: tuple[Variable, ...] = (
              "the node_modules folder holding dsh's packages (dsh:DIR wins)", DSH_COMMANDS),
     Variable("SURFACECHECK_NODE", "node on PATH", "the Node.js that runs the dsh adapter", DSH_COMMANDS),
     Variable("SURFACECHECK_PYTHON", "the Python running surfacecheck",
-             "the Python the langchain and strands runtimes' own environments are built from", DSH_COMMANDS),
+             "the Python the langchain and strands runtimes' own environments are built from",
+             DSH_COMMANDS + ("contract",)),
     Variable("SURFACECHECK_CACHE", "$XDG_CACHE_HOME/surfacecheck, else ~/.cache/surfacecheck",
              "where --runtime dsh installs dsh's packages (npm ci) on first use", DSH_COMMANDS),
     Variable("SURFACECHECK_BENCH_PASSES", "5", "timing passes per size of bench's dsh series", ("bench", "check")),
@@ -48,7 +49,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SURFACECHECK_E2E_BUNDLES", "reports/out/e2e", "where replaying an e2e bundle writes new bundles",
              ("replay",)),
     Variable("CI", "unset", "set: verify's profile defaults to ci (bounded, fixed seed) and check warns when it "
-             "finds no corpus", ("check", "verify")),
+             "finds no corpus; contract's seed defaults to a fixed one", ("check", "verify", "contract")),
     Variable("SURFACECHECK_MUTATE", "unset", "1: the dsh adapter's mutation hooks (set by mutate)", ("mutate",),
              internal=True),
     Variable("SURFACECHECK_MUTATE_GATE", "unset", "the gate's settings, JSON (set by mutate)", ("mutate",),

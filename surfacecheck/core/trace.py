@@ -4,10 +4,14 @@ A trace is a JSON-lines file:
 
 1. a header line::
 
-     {"format": "surfacecheck-trace/1", "source": "verify" | "prove" | "explore",
-      "level": "log" | "compaction" | "policy", "runtime": "embedded", "seed": 1234 | null,
+     {"format": "surfacecheck-trace/1", "source": "verify" | "prove" | "explore" | "e2e" | "contract",
+      "level": "log" | "compaction" | "policy" | "conversation", "runtime": "embedded", "seed": 1234 | null,
       "property": "projection-equals-recount", "command": "surfacecheck verify ...",
       "created": "2026-11-30T01:00:00Z", "notes": {...}}
+
+   A ``contract`` trace (level ``conversation``, ``docs/conversation-protocol.md``) names a promise of the
+   compaction contract as its property, carries the ``provider`` whose role rules apply, and opens with an
+   ``open`` step.
 
 2. one line per operation, in order, numbered from 1; ``op`` and ``args`` are exactly a request of
    the runtime protocol (``docs/protocol.md``), ``label`` says in the spec's words what it does::
@@ -29,11 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from surfacecheck.core.protocol import LEVELS, OPS
+from surfacecheck.core.protocol import ANNOUNCEABLE, CONVERSATION, LEVELS, OPS
 from surfacecheck.model.frozen import quick_init
 
 FORMAT = "surfacecheck-trace/1"
-SOURCES = ("verify", "prove", "explore", "e2e")  # e2e: a bundle of `surfacecheck e2e dsh`
+SOURCES = ("verify", "prove", "explore", "e2e", "contract")
+"""e2e: a bundle of ``surfacecheck e2e dsh``; contract: a witness of ``surfacecheck contract`` (conversation level)."""
+TRACE_LEVELS = ANNOUNCEABLE  # the log levels, and the conversation level
 
 
 class TraceError(ValueError):
@@ -89,12 +95,16 @@ class Trace:
     command: str | None = None
     created: str | None = None
     notes: dict = field(default_factory=dict)
+    provider: str | None = None  # a conversation trace's provider (whose role rules the promises apply)
 
     def header(self) -> dict:
         created = self.created or _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return {"format": FORMAT, "source": self.source, "level": self.level, "runtime": self.runtime,
-                "seed": self.seed, "property": self.property, "command": self.command,
-                "created": created, "notes": self.notes}
+        header = {"format": FORMAT, "source": self.source, "level": self.level, "runtime": self.runtime,
+                  "seed": self.seed, "property": self.property, "command": self.command,
+                  "created": created, "notes": self.notes}
+        if self.provider is not None:
+            header["provider"] = self.provider
+        return header
 
     def dumps(self) -> str:
         lines = [self.header()] + [s.to_json(i) for i, s in enumerate(self.steps, 1)]
@@ -111,12 +121,12 @@ def write_trace(path: str | Path, trace: Trace) -> Path:
     return path
 
 
-HEADER_KEYS = ("format", "source", "level", "runtime", "seed", "property", "command", "created", "notes")
+HEADER_KEYS = ("format", "source", "level", "runtime", "seed", "property", "command", "created", "notes", "provider")
 STEP_KEYS = ("step", "op", "args", "label")
 VIOLATION_KEYS = ("property", "step", "message", "expected", "observed")
 E2E_PROPERTIES = ("e2e-model-agreement", "e2e-audit-clean")
 """The properties an e2e bundle's trace names (the model-vs-runtime agreement, the audit of the runtime's log)."""
-PROTOCOL_OPS = frozenset(op for level in LEVELS for op in OPS[level])
+PROTOCOL_OPS = frozenset(op for level in TRACE_LEVELS for op in OPS[level])
 NO_STEPS = "no steps: a trace that runs nothing proves nothing"
 
 StepCheck = Callable[[str, dict], "str | None"]
@@ -166,7 +176,11 @@ def _check_header(header: Any, path, line: int, check_property: PropertyCheck | 
              f"not a trace header: expected an object with \"format\": \"{FORMAT}\"")
     _only_keys(header, HEADER_KEYS, path, line, "header")
     _require(header.get("source") in SOURCES, path, line, f"header source must be one of {SOURCES}")
-    _require(header.get("level") in LEVELS, path, line, f"header level must be one of {LEVELS}")
+    _require(header.get("level") in TRACE_LEVELS, path, line, f"header level must be one of {TRACE_LEVELS}")
+    _require((header["level"] == CONVERSATION) == (header["source"] == "contract"), path, line,
+             f"header level {CONVERSATION!r} goes with source 'contract' and only with it")
+    _require(header.get("provider") is None or (isinstance(header["provider"], str) and header["provider"] != ""),
+             path, line, "header provider must be a non-empty string or null")
     _require(isinstance(header.get("property"), str) and header["property"] != "", path, line,
              "header property must be a non-empty string")
     _require(isinstance(header.get("runtime", "model"), str) and header.get("runtime", "model") != "", path, line,
@@ -200,14 +214,15 @@ def _read_violation(record: dict, path, line: int, check_property: PropertyCheck
     return Violation(v["property"], v.get("message", ""), v.get("step"), v.get("expected"), v.get("observed"))
 
 
-def _read_step(record: dict, number: int, path, line: int, check_step: StepCheck | None) -> Step:
+def _read_step(record: dict, number: int, path, line: int, check_step: StepCheck | None,
+               ops: frozenset | tuple = PROTOCOL_OPS) -> Step:
     _require(_is_int(record.get("step")) and record["step"] == number, path, line,
              f"step number {record.get('step')!r}, expected {number}")
     _only_keys(record, STEP_KEYS, path, line, f"step {number}")
     op = record.get("op")
     _require(isinstance(op, str), path, line, "step op must be a string")
-    _require(op in PROTOCOL_OPS, path, line,
-             f"step {number}: unknown op {op!r}; the protocol's ops are {', '.join(sorted(PROTOCOL_OPS))}")
+    _require(op in ops, path, line,
+             f"step {number}: unknown op {op!r}; the protocol's ops here are {', '.join(sorted(ops))}")
     args = record.get("args", {})
     _require(isinstance(args, dict), path, line, "step args must be an object")
     _require(isinstance(record.get("label", ""), str), path, line, "step label must be a string")
@@ -233,6 +248,7 @@ def read_trace(path: str | Path, *, check_step: StepCheck | None = None,
     _check_header(header, path, line, check_property)
     steps: list[Step] = []
     violation = None
+    level_ops = OPS.get(header["level"], ()) if header["level"] == CONVERSATION else PROTOCOL_OPS
     for line, record in records[1:]:
         _require(isinstance(record, dict), path, line, "expected a JSON object")
         if "violation" in record:
@@ -240,7 +256,11 @@ def read_trace(path: str | Path, *, check_step: StepCheck | None = None,
             violation = _read_violation(record, path, line, check_property)
             continue
         _require(violation is None, path, line, "a step after the violation line")
-        steps.append(_read_step(record, len(steps) + 1, path, line, check_step))
+        steps.append(_read_step(record, len(steps) + 1, path, line, check_step, level_ops))
+        if header["level"] == CONVERSATION:
+            _require((steps[-1].op == "open") == (len(steps) == 1), path, line,
+                     f"step {len(steps)} ({steps[-1].op}): a conversation trace opens with one open step, "
+                     "then turn and compact steps")
     _require(bool(steps) or header["source"] == "e2e", path, records[-1][0], NO_STEPS)
     if violation is not None and violation.step is not None:
         _require(violation.step <= len(steps), path, records[-1][0],
@@ -248,4 +268,16 @@ def read_trace(path: str | Path, *, check_step: StepCheck | None = None,
     return Trace(source=header["source"], level=header["level"], property=header["property"],
                  steps=tuple(steps), violation=violation, runtime=header.get("runtime") or "model",
                  seed=header.get("seed"), command=header.get("command"), created=header.get("created"),
-                 notes=header.get("notes") or {})
+                 notes=header.get("notes") or {}, provider=header.get("provider"))
+
+
+def peek_header(path: str | Path) -> dict | None:
+    """The first line of ``path`` as a JSON object when it is a trace header (``format`` matches), else None:
+    how ``replay`` picks the engine before reading the whole trace (which that engine then checks)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = next((raw for raw in handle if raw.strip()), "")
+        header = json.loads(first)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return header if isinstance(header, dict) and header.get("format") == FORMAT else None

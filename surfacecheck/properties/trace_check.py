@@ -3,7 +3,7 @@ not what the trace format (:mod:`surfacecheck.core.trace`) and the runtime proto
 
 ``core.trace.read_trace`` checks the structure; this layer adds what it cannot see from ``core``: each step's
 ``args`` against its op's request schema (:func:`surfacecheck.runtime.schemas.args_error`, the schemas of
-``docs/schemas/``), and that the header's and the violation's ``property`` is one the suite checks (a catalogue
+``docs/schemas/``; a conversation trace's against the conversation requests), and that the header's and the violation's ``property`` is one the suite checks (a catalogue
 id, a registered monitor, a lockstep divergence, or an engine's own failure). Every reader of traces (replay,
 verify's regression replay, the findings, the HTML trace drawing, the e2e bundles) goes through it, so a bad
 trace is exit 2 with ``PATH:LINE: reason`` and never a verdict about a runtime.
@@ -13,9 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from surfacecheck.core import catalogue
-from surfacecheck.core.trace import Trace, TraceError, read_trace
+from surfacecheck.core.protocol import CONVERSATION
+from surfacecheck.core.trace import PropertyCheck, Trace, TraceError, peek_header, read_trace
 from surfacecheck.properties.monitors import lookup
 from surfacecheck.properties.stateful.lockstep import LOCKSTEP_PREFIX, RUNTIME_EXCEPTION
+from surfacecheck.runtime.conversation.peer import BadArgs, check_messages
 from surfacecheck.runtime.schemas import args_error
 
 MACHINE_ERROR = "machine-error"
@@ -40,7 +42,36 @@ def property_error(name: str) -> str | None:
     return None
 
 
-def read_valid_trace(path: str | Path) -> Trace:
+def conversation_args_error(op: str, args: dict) -> str | None:
+    """Why ``args`` is not a request of ``op`` at the conversation level (``docs/conversation-protocol.md``), or
+    None when it is."""
+    try:
+        if op == "open":
+            if not isinstance(args.get("settings", {}), dict):
+                return "args of open: settings must be an object"
+            if args.get("system") is not None and not isinstance(args["system"], str):
+                return "args of open: system must be a string or null"
+            check_messages(args.get("history"))
+        elif op == "turn":
+            if not isinstance(args.get("user"), str):
+                return "args of turn: user must be a string"
+            replies = args.get("replies", [])
+            if not isinstance(replies, list) or not all(isinstance(r, dict) for r in replies):
+                return "args of turn: replies must be a list of objects"
+        summaries = args.get("summaries", [])
+        if not isinstance(summaries, list) or not all(isinstance(s, dict) for s in summaries):
+            return f"args of {op}: summaries must be a list of summarizer scripts"
+    except BadArgs as exc:
+        return f"args of {op}: {exc}"
+    return None
+
+
+def read_valid_trace(path: str | Path, *, check_property: PropertyCheck | None = None) -> Trace:
     """Read ``path`` as a trace, every line checked (structure, each step's args, the properties named);
-    :class:`TraceError` (``PATH:LINE: reason``) otherwise."""
-    return read_trace(path, check_step=args_error, check_property=property_error)
+    :class:`TraceError` (``PATH:LINE: reason``) otherwise. A conversation-level trace's steps are checked against
+    the conversation requests; ``check_property`` replaces the suite's check of the properties named (the
+    contract passes its promises, which this layer cannot see)."""
+    header = peek_header(path)
+    conversation = header is not None and header.get("level") == CONVERSATION
+    return read_trace(path, check_step=conversation_args_error if conversation else args_error,
+                      check_property=check_property or property_error)
