@@ -110,7 +110,9 @@ def system_kept(session: Session) -> Iterable[Breach]:
         in_list = bool(messages) and messages[0].get("role") == "system" and text(messages[0]) == session.system
         if step.get("system") != session.system and not (step.get("system") is None and in_list):
             yield Breach("contract-system-kept", exchange.number, "a request does not carry the system prompt",
-                         expected=session.system, observed=step.get("system"), messages=brief(messages[:1]))
+                         expected=session.system,
+                         observed={"system": step.get("system"), "first message": messages[0] if messages else None},
+                         messages=brief(messages[:1]))
             return
 
 
