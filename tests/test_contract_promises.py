@@ -75,3 +75,157 @@ def test_the_variant_is_caught_by_exactly_its_promise(variant):
     first = breaches[0]
     assert first.step == step
     assert first.expected is not None and first.observed is not None and first.message
+
+
+# -- the providers' role rules ------------------------------------------------------------------------------------
+U = {"role": "user", "text": "go"}
+S = {"role": "user", "text": "Summary: before", "summary": True}
+A = {"role": "assistant", "text": "ok"}
+
+
+def A_CALLS(*ids: str) -> dict:
+    return {"role": "assistant", "text": "", "calls": [{"id": i, "name": "fetch", "args": {}} for i in ids]}
+
+
+def T(cid: str, **extra) -> dict:
+    return {"role": "tool", "call_id": cid, "text": f"{cid} result", **extra}
+
+
+ROLE_CASES = {  # provider -> (a valid request, an invalid one, what the invalid one breaks)
+    "anthropic": ([U, A_CALLS("c1"), T("c1"), A, U, U], [A, U], "first message must be a user message"),
+    "bedrock": ([S, A_CALLS("c1", "c2"), T("c1", packed=1), T("c2", packed=1)],
+                [U, A_CALLS("c1", "c2"), T("c1", packed=1), T("c2", packed=2)], "two user turns in a row"),
+    "openai": ([A, U, A_CALLS("c1"), T("c1")], [U, T("c9")], "does not answer a call"),
+    "gemini": ([U, A_CALLS("c1"), T("c1"), A_CALLS("c2"), T("c2")], [U, A, A_CALLS("c1"), T("c1")],
+               "call turn must come right after a user"),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(ROLE_CASES))
+def test_each_provider_accepts_a_valid_request_and_names_what_an_invalid_one_breaks(provider):
+    valid, invalid, breaks = ROLE_CASES[provider]
+    assert problems(valid, PROVIDERS[provider]) == []
+    found = problems(invalid, PROVIDERS[provider])
+    assert found and any(breaks in what for _, what in found), found
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_no_provider_takes_unanswered_calls_or_a_result_away_from_its_call(provider):
+    rules = PROVIDERS[provider]
+    assert any("unanswered" in w for _, w in problems([U, A_CALLS("c1")], rules))
+    assert any("unanswered" in w for _, w in problems([U, A_CALLS("c1", "c2"), T("c1"), A], rules))
+    assert any("does not answer" in w for _, w in problems([U, A_CALLS("c1"), U, T("c1")], rules))
+    assert problems([{"role": "system", "text": "s"}, U, A_CALLS("c1"), T("c1")], rules) == []
+
+
+def test_a_summary_followed_by_a_user_message_is_two_user_turns_on_bedrock_only():
+    request = [S, U, A]
+    assert problems(request, PROVIDERS["anthropic"]) == []  # the Messages API merges consecutive user turns
+    assert [w for _, w in problems(request, PROVIDERS["bedrock"])] == ["bedrock: two user turns in a row (roles must "
+                                                                        "alternate)"]
+    # without a packed key consecutive tool messages are one user turn
+    assert problems([U, A_CALLS("c1", "c2"), T("c1"), T("c2")], PROVIDERS["bedrock"]) == []
+
+
+# -- edge readings --------------------------------------------------------------------------------------------------
+def session(*answers: dict, op: str = "compact", trigger: dict | None = None, system: str | None = None,
+            initial: tuple = (), settings: dict | None = None) -> Session:
+    found = Session(runtime="hand", settings=settings or {"compaction": True},
+                    trigger=trigger or {"kind": "tokens", "value": 100, "counter": "neutral"}, system=system,
+                    initial=initial)
+    for number, answer in enumerate(answers, start=1):
+        found = found.then(Exchange(number, op, {}, answer))
+    return found
+
+
+def compaction(before, after, cause="direct", **counts) -> dict:
+    return {"kind": "compaction", "before": before, "after": after, "cause": cause, **counts}
+
+
+def summarizer(prompt: str, output: str | None = "sum", outcome: str = "text", tokens: int = 10) -> dict:
+    return {"kind": "summarizer", "prompt": prompt, "tokens": tokens, "outcome": outcome, "output": output}
+
+
+def request(messages, overflow=False, system=None) -> dict:
+    return {"kind": "request", "system": system, "messages": messages, "overflow": overflow, "tokens": None}
+
+
+def only(found: Session, promise: str) -> list:
+    return judge(found, only=[promise])
+
+
+def test_an_orphan_already_before_the_compaction_is_not_a_breach():
+    orphan = T("c0")
+    before = [orphan, U, A_CALLS("c1"), T("c1"), A]
+    kept = [orphan, U, A_CALLS("c1"), T("c1"), A]  # nothing removed: the orphan stays as it was
+    summary = {"role": "user", "text": "Summary: sum", "summary": True}
+    found = session({"steps": [summarizer("go"), compaction(before, [summary] + kept[1:] + [])],
+                     "history": [summary] + kept[1:]}, initial=tuple(before))
+    assert only(found, "contract-no-orphan-created") == []
+    cut = session({"steps": [summarizer("go"), compaction(before, [summary, T("c1"), A])],
+                   "history": [summary, T("c1"), A]}, initial=tuple(before))
+    [breach] = only(cut, "contract-no-orphan-created")
+    assert breach.observed == ["result c1"] and breach.step == 1
+
+
+def test_a_direct_compaction_is_not_judged_by_under_threshold_noop_nor_fits_after():
+    before = [U, A]
+    after = [{"role": "user", "text": "Summary: sum", "summary": True}]
+    direct = session({"steps": [summarizer("go ok"), compaction(before, after, "direct")], "history": after})
+    assert only(direct, "contract-under-threshold-noop") == [] and only(direct, "contract-fits-after") == []
+    by_size = session({"steps": [summarizer("go ok"), compaction(before, after, "size")], "history": after})
+    [breach] = only(by_size, "contract-under-threshold-noop")
+    assert breach.expected == "over 100 (tokens)"
+    no_trigger = Session("hand", {"compaction": True}, None, None).then(
+        Exchange(1, "compact", {}, {"steps": [compaction(before, after, "size")], "history": after}))
+    assert [b.message for b in only(no_trigger, "contract-under-threshold-noop")] == [
+        "a size compaction in a session with no trigger"]
+
+
+def test_a_failed_summarizer_is_not_judged_by_summarizer_used():
+    after = [{"role": "user", "text": "Summary: (none)", "summary": True}]
+    failed = session({"steps": [summarizer("go ok", None, "fail"), compaction([U, A], after)], "history": after})
+    assert only(failed, "contract-summarizer-used") == []
+    constant = session({"steps": [summarizer("go ok"), compaction([U, A], after)], "history": after})
+    assert [b.observed for b in only(constant, "contract-summarizer-used")] == ["Summary: (none)"]
+
+
+def test_an_overflow_retry_without_a_shrink_and_too_many_summarizer_calls_break_progress():
+    retry = session({"steps": [request([U], overflow=True), request([U], overflow=True)], "history": [U]}, op="turn")
+    assert [b.message for b in only(retry, "contract-progress")] == [
+        "an overflowing request is retried without shrinking"]
+    calls = session({"steps": [request([U])] + [summarizer("go", outcome="fail", output=None)] * 4
+                     + [{"kind": "error", "type": "X", "message": "", "typed": True}], "history": [U]}, op="turn")
+    assert [b.observed for b in only(calls, "contract-progress")] == [{"compactions": 0, "summarizer": 4}]
+
+
+def test_a_typed_error_excuses_a_compaction_that_does_not_fit():
+    big = [{"role": "user", "text": "x" * 800}]
+    after = [{"role": "user", "text": "Summary: sum " + "y" * 600, "summary": True}]
+    steps = [summarizer("x" * 800), compaction(big, after, "size"), request(after)]
+    assert only(session({"steps": steps, "history": after}, op="turn"), "contract-fits-after")
+    typed = steps[:2] + [{"kind": "error", "type": "ContextTooLarge", "message": "", "typed": True}]
+    assert only(session({"steps": typed, "history": after}, op="turn"), "contract-fits-after") == []
+
+
+def test_the_reference_ends_a_turn_it_cannot_fit_with_a_typed_error_and_never_retries_blindly():
+    runtime = open_spec("reference", 10)
+    found = record(runtime, {"settings": {"compaction": False}, "system": SYSTEM},
+                   [("turn", {"user": "go", "replies": [fetch("c1", 2000)], "overflow_above": 300})])
+    kinds = [(s["kind"], s.get("overflow"), s.get("typed")) for s in found.exchanges[0].answer["steps"]]
+    assert kinds == [("request", False, None), ("request", True, None), ("error", None, True)]
+    assert found.trigger is None and judge(found) == []
+    runtime = open_spec("reference", 10)
+    found = record(runtime, _open(trigger_tokens=2000),
+                   [TURN_1, ("turn", {"user": "more", "replies": [fetch("c5", 1200)], "overflow_above": 450})])
+    steps = found.exchanges[1].answer["steps"]
+    assert [(s["kind"], s.get("cause") or s.get("overflow")) for s in steps][1:] == [
+        ("request", True), ("summarizer", None), ("compaction", "overflow"), ("request", False)]
+    assert judge(found) == []
+
+
+def test_an_unknown_setting_is_a_bad_args_error():
+    from surfacecheck.core.protocol import ProtocolError
+
+    with pytest.raises(ProtocolError, match="unknown setting 'window'"):
+        open_spec("reference", 10).call("open", {"settings": {"window": 3}})
