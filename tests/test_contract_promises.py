@@ -229,3 +229,37 @@ def test_an_unknown_setting_is_a_bad_args_error():
 
     with pytest.raises(ProtocolError, match="unknown setting 'window'"):
         open_spec("reference", 10).call("open", {"settings": {"window": 3}})
+
+
+# -- the conversation schemas ---------------------------------------------------------------------------------------
+def test_the_reference_answers_match_the_conversation_schemas():
+    import jsonschema
+
+    from surfacecheck.runtime.schemas import documents
+
+    docs = documents()
+
+    def check(name: str, value) -> None:
+        jsonschema.Draft202012Validator(docs[f"conversation.{name}.json"]).validate(value)
+
+    for doc in (d for n, d in docs.items() if n.startswith("conversation.")):
+        jsonschema.Draft202012Validator.check_schema(doc)
+    seen = set()
+    for variant, (open_args, requests, _, _) in SCENARIOS.items():
+        for spec in ("reference", f"reference:{variant}"):
+            runtime = open_spec(spec, 10)
+            check("hello.result", runtime.hello())
+            check("open.args", open_args)
+            check("open.result", runtime.call("open", open_args))
+            for op, args in requests:
+                check(f"{op}.args", args)
+                answer = runtime.call(op, args)
+                check(f"{op}.result", answer)
+                seen |= {step["kind"] for step in answer["steps"]}
+                for step in answer["steps"]:
+                    check("step", step)
+    assert seen == {"request", "compaction", "summarizer", "error"}
+    with pytest.raises(jsonschema.ValidationError):
+        check("message", {"role": "tool", "text": "no call id"})
+    with pytest.raises(jsonschema.ValidationError):
+        check("step", {"kind": "compaction", "before": [], "after": [], "cause": "because"})
