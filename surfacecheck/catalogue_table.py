@@ -33,7 +33,8 @@ def engine_checks() -> dict[str, list[tuple[str, str]]]:
     from surfacecheck.explore.progress import PROGRESS_PROPERTIES
     from surfacecheck.explore.safety import SAFETY_PROPERTIES
     from surfacecheck.properties.monitors import all_monitors
-    from surfacecheck.properties.proofs import PROPERTIES as PROVED, names as obligation_names
+    from surfacecheck.properties.proofs import PROPERTIES as PROVED
+    from surfacecheck.properties.proofs import names as obligation_names
 
     monitors = all_monitors()
     checks: dict[str, list[tuple[str, str]]] = {engine: [] for engine in ENGINES}

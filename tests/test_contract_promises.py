@@ -121,8 +121,8 @@ def test_no_provider_takes_unanswered_calls_or_a_result_away_from_its_call(provi
 def test_a_summary_followed_by_a_user_message_is_two_user_turns_on_bedrock_only():
     request = [S, U, A]
     assert problems(request, PROVIDERS["anthropic"]) == []  # the Messages API merges consecutive user turns
-    assert [w for _, w in problems(request, PROVIDERS["bedrock"])] == ["bedrock: two user turns in a row (roles must "
-                                                                        "alternate)"]
+    assert [w for _, w in problems(request, PROVIDERS["bedrock"])] == [
+        "bedrock: two user turns in a row (roles must alternate)"]
     # without a packed key consecutive tool messages are one user turn
     assert problems([U, A_CALLS("c1", "c2"), T("c1"), T("c2")], PROVIDERS["bedrock"]) == []
 

@@ -7,8 +7,8 @@ order. A ``direct`` compaction (the ``compact`` op) is judged by every promise e
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from surfacecheck.core.catalogue import PROPERTIES
 from surfacecheck.runtime.conversation.peer import neutral_tokens
@@ -166,7 +166,8 @@ def fits_after(session: Session) -> Iterable[Breach]:
                          "the request after an overflow compaction overflows again",
                          expected="a request that does not overflow", observed="overflow",
                          messages=brief(request.get("messages")))
-        if c.cause == "size" and isinstance(trigger.get("value"), int) and trigger.get("kind") in ("tokens", "messages"):
+        counted = trigger.get("kind") in ("tokens", "messages") and isinstance(trigger.get("value"), int)
+        if c.cause == "size" and counted:
             size = shapes.request_size(session, request)
             if size > trigger["value"]:
                 yield Breach("contract-fits-after", c.exchange.number,

@@ -2,7 +2,7 @@
 read: ``open`` is trace step 0, each later request its own step (1, 2, ...)."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from surfacecheck.core.protocol import Runtime
 

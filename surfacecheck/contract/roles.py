@@ -102,15 +102,14 @@ def problems(messages: list[dict], rules: Rules) -> list[tuple[int, str]]:
             if cid in open_calls:
                 del open_calls[cid]
             else:
-                found.append((offset + i, f"{rules.name}: tool result {cid!r} does not answer a call of the "
-                                           "assistant message right before it"))
+                found.append((offset + i, (f"{rules.name}: tool result {cid!r} does not answer a call of the "
+                                            "assistant message right before it")))
             continue
         if open_calls:
-            found.append((offset + holder, f"{rules.name}: call(s) {sorted(open_calls)} unanswered before the next "
-                                           "message"))
+            found.append((offset + holder, (f"{rules.name}: call(s) {sorted(open_calls)} unanswered before the "
+                                                "next message")))
         open_calls = {c.get("id"): i for c in m.get("calls") or ()} if role == "assistant" else {}
         holder = i
     if open_calls:
-        found.append((offset + holder, f"{rules.name}: the request ends with unanswered call(s) "
-                                       f"{sorted(open_calls)}"))
+        found.append((offset + holder, f"{rules.name}: the request ends with unanswered call(s) {sorted(open_calls)}"))
     return found

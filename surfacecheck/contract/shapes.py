@@ -5,8 +5,8 @@ Everything here is a pure function of the recorded answers, so every promise rea
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from surfacecheck.runtime.conversation.peer import neutral_tokens
 

@@ -1,8 +1,9 @@
 """JSON Schemas of every protocol message (``docs/schemas/*.json`` are written from these).
 
 One schema per message: the request and response envelopes, the ``hello`` result, and for each op
-its ``args`` and its ``result``; the conversation level's ops, messages and steps in ``conversation.*.json``. A result schema of an op that can be refused accepts the spec
-refusal ``{"error": {"type", "rule", "seq", "message"}}`` as an alternative. ``python -m
+its ``args`` and its ``result`` (the conversation level's ops, messages and steps in ``conversation.*.json``). A
+result schema of an op that can be refused accepts the spec refusal ``{"error": {"type", "rule", "seq",
+"message"}}`` as an alternative. ``python -m
 surfacecheck.runtime.schemas DIR`` rewrites the files; a test checks they are up to date.
 """
 from __future__ import annotations
@@ -169,7 +170,8 @@ STEP = {"oneOf": [
          message={"type": "string"}, typed={"type": "boolean"}),
 ]}
 ANSWER = _obj(("steps", "history"), steps={"type": "array", "items": STEP}, history=MESSAGES)
-TRIGGER = {"oneOf": [{"type": "null"}, _obj(("kind", "value", "counter"), kind={"enum": ["tokens", "messages", "overflow"]},
+TRIGGER = {"oneOf": [{"type": "null"}, _obj(("kind", "value", "counter"),
+                                             kind={"enum": ["tokens", "messages", "overflow"]},
                                              value=NAT_OR_NULL, counter={"enum": ["runtime", "neutral"]})]}
 REPLY = _obj(text={"type": "string"}, calls={"type": "array", "items": CALL})
 SUMMARY_ITEM = _obj(text={"type": "string"}, fail={"type": "string"}, empty={"type": "boolean"},

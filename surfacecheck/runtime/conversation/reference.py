@@ -6,8 +6,8 @@ Settings: ``trigger_tokens`` (neutral count of system plus history; it compacts 
 ``keep_tokens`` (the most recent messages it keeps verbatim), ``compaction`` (false: never compacts; an
 overflow then ends the turn with a typed error). A compaction cuts only at an assistant message (so no call is
 parted from its results and the summary, a user message, is followed by an assistant turn), summarizes exactly
-the removed messages (in up to three calls, each within the summarizer's window), pins the turn's user request (inside the summary when its message is removed), and commits
-only when the history shrinks and fits; otherwise, and when the summarizer fails, the step ends in a typed
+the removed messages (in up to three calls, each within the summarizer's window), pins the turn's user request
+(inside the summary when its message is removed), and commits only when the history shrinks and fits; otherwise, and when the summarizer fails, the step ends in a typed
 ``ContextTooLarge`` error. It never retries a request without progress.
 
 The hooks (``_cut``, ``_chunks``, ``_prompt``, ``_summary_text``, ``_kept``, ``_system``, ``_wants_compaction``,
