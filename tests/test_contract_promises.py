@@ -263,3 +263,48 @@ def test_the_reference_answers_match_the_conversation_schemas():
         check("message", {"role": "tool", "text": "no call id"})
     with pytest.raises(jsonschema.ValidationError):
         check("step", {"kind": "compaction", "before": [], "after": [], "cause": "because"})
+
+
+# -- the reference keeps every promise on random scripts --------------------------------------------------------------
+def random_script(rng) -> tuple[dict, list]:
+    """A session script: settings, turns of fetches of random sizes, direct compactions, overflows, summarizer
+    windows and failing, empty or long summaries."""
+    def summaries():
+        return [rng.choice([{"fail": "down"}, {"empty": True}, {"text": "s" * rng.randint(1, 400)}])]
+
+    settings = {"trigger_tokens": rng.choice([300, 500, 800, 2000]), "keep_tokens": rng.choice([0, 100, 200, 400]),
+                "compaction": rng.random() > 0.2}
+    requests, n = [], 0
+    for t in range(rng.randint(1, 6)):
+        args: dict = {}
+        if rng.random() < 0.25:
+            op = "compact"
+        else:
+            op, replies = "turn", []
+            for _ in range(rng.randint(0, 4)):
+                n += 1
+                replies.append({"calls": [{"id": f"c{n}-{j}", "name": "fetch",
+                                           "args": {"size": rng.randint(0, 900), "tag": f"t{n}"}}
+                                          for j in range(rng.randint(1, 2))]})
+            args = {"user": f"request {t} " + "u" * rng.randint(0, 200), "replies": replies + [{"text": f"answer {t}"}]}
+            if rng.random() < 0.3:
+                args["overflow_above"] = rng.choice([200, 400, 700])
+        if rng.random() < 0.25:
+            args["summarizer_window"] = rng.choice([100, 300, 600])
+        if rng.random() < 0.25:
+            args["summaries"] = summaries()
+        requests.append((op, args))
+    return {"settings": settings, "system": rng.choice([None, SYSTEM])}, requests
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_the_reference_keeps_every_promise_on_random_scripts(provider):
+    import random
+
+    compacted = 0
+    for seed in range(60):
+        open_args, requests = random_script(random.Random(seed))
+        found = record(open_spec("reference", 10), open_args, requests, provider)
+        assert judge(found) == [], (seed, [b.message for b in judge(found)])
+        compacted += sum(s["kind"] == "compaction" for e in found.exchanges for s in e.answer["steps"])
+    assert compacted > 30  # the scripts do reach compaction

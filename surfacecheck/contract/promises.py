@@ -226,21 +226,24 @@ def summarizer_input_fits(session: Session) -> Iterable[Breach]:
                              expected=f"at most {window}", observed=last["tokens"])
 
 
-def _framings(session: Session) -> tuple[set[str], set[str]]:
-    """The summaries' texts and their framing prefixes (the summary text before the summarizer output)."""
-    texts, prefixes = set(), set()
+def _framings(session: Session) -> tuple[set[str], set[str], dict[str, list[str]]]:
+    """The summaries' texts, their framing prefixes (the summary text before the summarizer output) and, by
+    summary text, the outputs it carries."""
+    texts, prefixes, outputs = set(), set(), {}
     for c in compactions(session):
         for m in shapes.new_summaries(c.step):
             texts.add(text(m))
             for o in c.outputs:
                 at = text(m).find(o)
+                if at >= 0:
+                    outputs.setdefault(text(m), []).append(o)
                 if at > 0:
                     prefixes.add(text(m)[:at])
-    return texts, prefixes
+    return texts, prefixes, outputs
 
 
 def summary_not_nested(session: Session) -> Iterable[Breach]:
-    texts, prefixes = _framings(session)
+    texts, prefixes, outputs = _framings(session)
     seen: set[str] = set()
     for exchange, _, step in walk(session):
         lists = [step.get("messages")] if step.get("kind") == "request" else \
@@ -250,8 +253,11 @@ def summary_not_nested(session: Session) -> Iterable[Breach]:
                 body = text(m)
                 if not is_summary(m) or body in seen:
                     continue
-                inner = [p for p in prefixes if body.count(p) > 1] or \
-                        [t for t in texts if t != body and t and t in body]
+                frame = body  # the summary's own framing: its text with the summarizer's answers cut out
+                for o in sorted(outputs.get(body, ()), key=len, reverse=True):
+                    frame = frame.replace(o, "\0")
+                inner = [p for p in prefixes if frame.count(p) > 1] or \
+                        [t for t in texts if t != body and t and t in frame]
                 if inner:
                     seen.add(body)
                     yield Breach("contract-summary-not-nested", exchange.number,

@@ -4,7 +4,7 @@ of the compaction contract (``docs/contract.md``), served at the ``conversation`
 
 Settings: ``trigger_tokens`` (neutral count of system plus history; it compacts when a request would be above it),
 ``keep_tokens`` (the most recent messages it keeps verbatim), ``compaction`` (false: never compacts; an
-overflow then ends the turn with a typed error). A compaction cuts only at an assistant message (so no call is
+overflow then ends the turn with a typed error, and an assistant message naming it closes the turn). A compaction cuts only at an assistant message (so no call is
 parted from its results and the summary, a user message, is followed by an assistant turn), summarizes exactly
 the removed messages (in up to three calls, each within the summarizer's window), pins the turn's user request
 (inside the summary when its message is removed), and commits only when the history shrinks and fits; otherwise, and when the summarizer fails, the step ends in a typed
@@ -132,13 +132,18 @@ class ReferenceRuntime:
                     self.history.append({"role": "tool", "call_id": str(call.get("id")),
                                          "text": tool_result(call.get("args") or {})})
             else:
-                steps.append({"kind": "error", "type": "loop-bound", "typed": False,
-                              "message": f"no text answer after {replies.bound} model calls"})
+                self._fail(steps, "loop-bound", f"no text answer after {replies.bound} model calls", typed=False)
         except ContextTooLarge as exc:
-            steps.append({"kind": "error", "type": ERROR, "message": str(exc), "typed": True})
+            self._fail(steps, ERROR, str(exc), typed=True)
         finally:
             self.pin = None
         return {"steps": steps, "history": copy.deepcopy(self.history)}
+
+    def _fail(self, steps: list[dict], type_: str, message: str, typed: bool) -> None:
+        """End the turn in an error step, and close it with an assistant message naming the error, so the next
+        turn's user message alternates with it (the turn's own messages stay as they were)."""
+        steps.append({"kind": "error", "type": type_, "message": message, "typed": typed})
+        self.history.append({"role": "assistant", "text": f"[{type_}] {message}"})
 
     def _compact_op(self, args: dict) -> dict:
         self._session()
@@ -206,15 +211,20 @@ class ReferenceRuntime:
             + SUMMARY_ALLOWANCE
 
     def _cut(self, before: list[dict], limit: int | None) -> int:
-        """The first clean cut whose kept suffix is within ``keep_tokens`` and, with a summary, under ``limit``."""
-        for i in self._clean_cuts(before):
+        """The first clean cut whose kept suffix is within ``keep_tokens`` and, with a summary, under ``limit``;
+        else the last one. A direct compaction (no ``limit``) keeps at least the last answer, so the user message
+        of the next turn follows an assistant message, not the summary."""
+        cuts = self._clean_cuts(before)
+        if limit is None:
+            cuts = [i for i in cuts if i < len(before)]
+        for i in cuts:
             kept = before[i:]
             if neutral_tokens(kept) > self.settings["keep_tokens"]:
                 continue
             if limit is not None and neutral_tokens(kept, self.system) + self._overhead() > limit:
                 continue
             return i
-        return len(before)
+        return cuts[-1] if cuts else 0
 
     def _chunks(self, removed: list[dict], before: list[dict]) -> list[list[dict]]:
         """The removed messages in order, in at most :data:`MAX_CHUNKS` runs whose prompts fit the summarizer's
