@@ -52,11 +52,11 @@ def no_orphan_created(session: Session) -> Iterable[Breach]:
                          f"a {c.cause} compaction leaves {len(new)} orphan(s): {new}",
                          expected="every tool result after its call and every earlier call answered",
                          observed=[f"{kind} {cid}" for kind, cid in new], messages=brief(after))
-    for exchange, i, step in walk(session):
-        if step.get("kind") == "request":
-            # an orphan a request carries is a breach unless the session's history had it before this exchange
-            before = session.history_before(session.exchanges.index(exchange))
-            new = sorted(_orphans(list(step.get("messages") or ())) - _orphans(before))
+    for index, exchange in enumerate(session.exchanges):
+        # an orphan a request carries is a breach unless the session's history had it before this exchange
+        already = _orphans(session.history_before(index))
+        for step in steps(exchange):
+            new = sorted(_orphans(list(step.get("messages") or ())) - already) if step.get("kind") == "request" else ()
             if new:
                 yield Breach("contract-no-orphan-created", exchange.number,
                              f"a request carries {len(new)} orphan(s): {new}",

@@ -55,6 +55,7 @@ class ReferenceRuntime:
         self.history: list[dict] = []
         self.pin: str | None = None
         self.compactions = 0
+        self.window = KNOWN["trigger_tokens"]  # the summarizer's window in the current exchange
         self._handlers = {"open": self._open, "turn": self._turn, "compact": self._compact_op}
 
     # -- the protocol ------------------------------------------------------------------------------------------
