@@ -2,8 +2,9 @@
 
 Every engine names what it checks by catalogue id (:mod:`surfacecheck.core.catalogue`): verify's and the findings
 search's monitors and the prover's replay monitors register against it (``properties/monitors.py``), the audit's
-rules map to it (``audit/rules.py``), the explorer's safety and progress checks carry monitor names, and each proof
-obligation lists the properties it proves. :func:`coverage_table` reads them all, so the table is never written
+rules map to it (``audit/rules.py``), the explorer's safety and progress checks carry monitor names, each proof
+obligation lists the properties it proves, and the compaction contract's promises are catalogue ids themselves
+(``contract/promises.py``). :func:`coverage_table` reads them all, so the table is never written
 by hand; :func:`unmapped` lists an engine check that names no catalogue property (a test keeps it empty).
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import NamedTuple
 
 from surfacecheck.core.catalogue import CATALOGUE, PROPERTIES
 
-ENGINES = ("verify", "audit", "explore", "prove", "findings")
+ENGINES = ("verify", "audit", "explore", "prove", "findings", "contract")
 
 
 class Row(NamedTuple):
@@ -28,10 +29,12 @@ class Row(NamedTuple):
 def engine_checks() -> dict[str, list[tuple[str, str]]]:
     """Engine -> its checks as ``(check name, catalogue id)``; a check proving two properties appears twice."""
     from surfacecheck.audit.rules import RULES
+    from surfacecheck.contract.promises import PROMISES
     from surfacecheck.explore.progress import PROGRESS_PROPERTIES
     from surfacecheck.explore.safety import SAFETY_PROPERTIES
     from surfacecheck.properties.monitors import all_monitors
-    from surfacecheck.properties.proofs import PROPERTIES as PROVED, names as obligation_names
+    from surfacecheck.properties.proofs import PROPERTIES as PROVED
+    from surfacecheck.properties.proofs import names as obligation_names
 
     monitors = all_monitors()
     checks: dict[str, list[tuple[str, str]]] = {engine: [] for engine in ENGINES}
@@ -42,6 +45,7 @@ def engine_checks() -> dict[str, list[tuple[str, str]]]:
         checks["explore"].append((name, monitors[name].property.id if name in monitors else name))
     checks["audit"] = [(rule.id, rule.property) for rule in RULES.values()]
     checks["prove"] += [(name, prop) for name in obligation_names() for prop in PROVED.get(name, (name,))]
+    checks["contract"] = [(promise.id, promise.id) for promise in PROMISES]
     return checks
 
 

@@ -1,8 +1,9 @@
 """The property catalogue: every property the suite checks, once, under one id.
 
 A property is a rule of the spec (or a promise the design makes beyond what dsh does) stated once: its id, the
-spec / seed section it states, the protocol level it needs (``log``, ``compaction``, ``policy``), its kind and
-its meaning in one line. Engines check properties (verify's monitors, the audit's rules, the explorer's safety
+spec / seed section it states, the protocol level it needs (``log``, ``compaction``, ``policy``, or
+``conversation`` for the runtime-neutral compaction contract of ``docs/contract.md``), its kind and its meaning in
+one line. Engines check properties (verify's monitors, the audit's rules, the explorer's safety
 and progress checks, the proof obligations, the findings search) and name what they check by this id, so a rule
 checked by five engines is one row of :func:`surfacecheck.catalogue_table.coverage_table`, not five names.
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from surfacecheck.core.protocol import LEVELS
+from surfacecheck.core.protocol import ANNOUNCEABLE, CONVERSATION, LEVELS
 
 INVARIANT, PROMISE, CONTRACT = "invariant", "promise", "contract"
 KINDS = (INVARIANT, PROMISE, CONTRACT)
@@ -32,7 +33,7 @@ class Property:
     meaning: str
 
     def __post_init__(self) -> None:
-        if self.level not in LEVELS or self.kind not in KINDS:
+        if self.level not in ANNOUNCEABLE or self.kind not in KINDS:
             raise ValueError(f"property {self.id!r}: level {self.level!r} or kind {self.kind!r} unknown")
 
 
@@ -149,6 +150,38 @@ PROPERTIES: tuple[Property, ...] = (
     Property('promise-pressure-update-constant', 'seed §16; spec 4.2, 5.1; D4', 'log', 'promise',
              'the pressure update a runtime does per appended event touches O(1) cells (judged on a `bench` '
              "answer's ops_per_append at two or more sizes)"),
+    # -- the compaction contract (docs/contract.md): promises any agent runtime keeps, read off a conversation ----
+    Property('contract-no-orphan-created', 'contract', 'conversation', 'promise',
+             'no compaction (and no request) leaves a tool result before its call or a call without its result, '
+             'unless that same orphan was already there before the compaction'),
+    Property('contract-tail-verbatim', 'contract', 'conversation', 'promise',
+             'the messages a compaction keeps are a suffix of the history before it, each unchanged and in order'),
+    Property('contract-prompt-verbatim', 'contract', 'conversation', 'promise',
+             "every request of a turn carries the turn's user text verbatim (as a user message or inside a summary)"),
+    Property('contract-system-kept', 'contract', 'conversation', 'promise',
+             'every request carries the session\'s system prompt unchanged'),
+    Property('contract-progress', 'contract', 'conversation', 'promise',
+             'each compaction shrinks the history (or the exchange ends in a typed error); at most 2 compactions and '
+             '3 summarizer calls between two requests; no overflow retry without a shrink'),
+    Property('contract-fits-after', 'contract', 'conversation', 'promise',
+             'the request after a size compaction is under the trigger and the one after an overflow compaction '
+             'does not overflow (or a typed error follows)'),
+    Property('contract-summary-covers-removed', 'contract', 'conversation', 'promise',
+             "every message a summarizing compaction removes reaches the summarizer's input, and the summarizer's "
+             'last output reaches the history'),
+    Property('contract-summarizer-used', 'contract', 'conversation', 'promise',
+             'a summary message carries the text a summarizer call of its compaction answered, not a constant'),
+    Property('contract-summarizer-input-fits', 'contract', 'conversation', 'promise',
+             "the last summarizer call of each compaction attempt fits the summarizer's window"),
+    Property('contract-summary-not-nested', 'contract', 'conversation', 'promise',
+             "no summary message wraps another summary's framing (summaries do not nest)"),
+    Property('contract-roles-valid', 'contract', 'conversation', 'promise',
+             "every request obeys its provider's message-role rules (first message, alternation, tool results "
+             'right after their calls, no unanswered call)'),
+    Property('contract-disabled-means-disabled', 'contract', 'conversation', 'promise',
+             'with compaction off nothing is ever compacted: every history and every request extends the one before'),
+    Property('contract-under-threshold-noop', 'contract', 'conversation', 'promise',
+             'no size compaction while the history is under the trigger (nor any when the runtime has no trigger)'),
     # -- contracts of the log and of the policy's writes (the audit reads them off a recorded log) -------------
     Property("seq-contiguity", "spec 1.4 step 1, 1.7", "log", "contract", "an event's seq is the next one"),
     Property("seq-gap-uncommitted", "spec 1.7", "log", "contract",
@@ -191,7 +224,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("pressure-below-threshold", "spec 9.2 steps 8, 10", "policy", "contract",
              "no pressure prune or compaction while measure() is below the threshold (no opportunistic compaction)"),
 )
-"""Every property, invariants first in verify's order, then promises, then the log's contracts."""
+"""Every property, invariants first in verify's order, then promises, the conversation contract's promises, then
+the log's contracts."""
 
 CATALOGUE: dict[str, Property] = {p.id: p for p in PROPERTIES}
 if len(CATALOGUE) != len(PROPERTIES):
@@ -207,5 +241,12 @@ def lookup(property_id: str) -> Property:
 
 
 def at_level(level: str, kinds: tuple[str, ...] = (INVARIANT, PROMISE)) -> tuple[Property, ...]:
-    """The properties of ``kinds`` a run at ``level`` can check (their level at or below it), in catalogue order."""
-    return tuple(p for p in PROPERTIES if p.kind in kinds and LEVELS.index(p.level) <= LEVELS.index(level))
+    """The properties of ``kinds`` a run at ``level`` can check (their level at or below it), in catalogue order.
+    The ``conversation`` level stands apart: it reaches its own properties only, and the log levels never reach it."""
+    return tuple(p for p in PROPERTIES if p.kind in kinds and _reaches(level, p.level))
+
+
+def _reaches(level: str, needed: str) -> bool:
+    if CONVERSATION in (level, needed):
+        return level == needed
+    return LEVELS.index(needed) <= LEVELS.index(level)

@@ -74,12 +74,15 @@ ENTRIES: tuple[Entry, ...] = (
           "in its own environment (conversation level)"),
     Entry("strands", _open_python, (CONVERSATION,), "Strands Agents 1.62.0's conversation managers and Agent loop, "
           "in its own environment (conversation level)"),
+    Entry("reference", _import("surfacecheck.runtime.conversation.reference", "ReferenceRuntime"), (CONVERSATION,),
+          "the reference conversation runtime that keeps every promise of the compaction contract (in process)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",
           problem=_cmd_problem),
 )
 VARIANT_PROVIDERS: list[str] = [  # modules that register seeded-bug and negative-control variants when imported
     "surfacecheck.explore.variants",
     "surfacecheck.properties.proofs.monitors",
+    "surfacecheck.runtime.conversation.variants",
 ]
 _VARIANTS: dict[str, Callable[[], Runtime]] = {}
 

@@ -1,8 +1,9 @@
 """JSON Schemas of every protocol message (``docs/schemas/*.json`` are written from these).
 
 One schema per message: the request and response envelopes, the ``hello`` result, and for each op
-its ``args`` and its ``result``. A result schema of an op that can be refused accepts the spec
-refusal ``{"error": {"type", "rule", "seq", "message"}}`` as an alternative. ``python -m
+its ``args`` and its ``result`` (the conversation level's ops, messages and steps in ``conversation.*.json``). A
+result schema of an op that can be refused accepts the spec refusal ``{"error": {"type", "rule", "seq",
+"message"}}`` as an alternative. ``python -m
 surfacecheck.runtime.schemas DIR`` rewrites the files; a test checks they are up to date.
 """
 from __future__ import annotations
@@ -149,6 +150,54 @@ RESPONSE = {"oneOf": [
 ]}
 
 
+# -- the conversation level (docs/conversation-protocol.md): its own ops, in files named conversation.*.json ------
+CALL = _obj(("id", "name", "args"), id={"type": "string"}, name={"type": "string"}, args={"type": "object"})
+MESSAGE = {**_obj(("role", "text"), role={"enum": ["system", "user", "assistant", "tool"]}, text={"type": "string"},
+                  calls={"type": "array", "items": CALL}, call_id={"type": "string"}, summary={"type": "boolean"},
+                  packed={"type": "integer"}),
+           "if": {"properties": {"role": {"const": "tool"}}}, "then": {"required": ["call_id"]}}
+MESSAGES = {"type": "array", "items": MESSAGE}
+NAT_OR_NULL = {"type": ["integer", "null"], "minimum": 0}
+STEP = {"oneOf": [
+    _obj(("kind", "system", "messages", "overflow", "tokens"), kind={"const": "request"},
+         system={"type": ["string", "null"]}, messages=MESSAGES, overflow={"type": "boolean"}, tokens=NAT_OR_NULL),
+    _obj(("kind", "before", "after", "cause"), kind={"const": "compaction"}, before=MESSAGES, after=MESSAGES,
+         cause={"enum": ["size", "overflow", "direct"]}, count_before=NAT_OR_NULL, count_after=NAT_OR_NULL),
+    _obj(("kind", "prompt", "tokens", "outcome", "output"), kind={"const": "summarizer"}, prompt={"type": "string"},
+         tokens=NAT, outcome={"enum": ["text", "fail", "empty", "slow", "overflow"]},
+         output={"type": ["string", "null"]}),
+    _obj(("kind", "type", "message", "typed"), kind={"const": "error"}, type={"type": "string"},
+         message={"type": "string"}, typed={"type": "boolean"}),
+]}
+ANSWER = _obj(("steps", "history"), steps={"type": "array", "items": STEP}, history=MESSAGES)
+TRIGGER = {"oneOf": [{"type": "null"}, _obj(("kind", "value", "counter"),
+                                             kind={"enum": ["tokens", "messages", "overflow"]},
+                                             value=NAT_OR_NULL, counter={"enum": ["runtime", "neutral"]})]}
+REPLY = _obj(text={"type": "string"}, calls={"type": "array", "items": CALL})
+SUMMARY_ITEM = _obj(text={"type": "string"}, fail={"type": "string"}, empty={"type": "boolean"},
+                    slow={"type": "number", "minimum": 0})
+SCRIPTED = {"summaries": {"type": ["array", "null"], "items": SUMMARY_ITEM}, "summarizer_window": NAT_OR_NULL}
+CONVERSATION_DOCS: dict[str, tuple[str, dict]] = {
+    "hello.result": ("result of hello at the conversation level", _obj(
+        ("protocol", "name", "levels", "runtime"), True, protocol={"const": PROTOCOL}, name={"type": "string"},
+        levels={"type": "array", "minItems": 1, "items": {"const": "conversation"}},
+        ops={"type": "array", "items": {"enum": ["open", "turn", "compact"]}},
+        runtime=_obj(("name", "version"), True, name={"type": "string"}, version={"type": "string"}))),
+    "open.args": ("args of open", _obj(settings={"type": ["object", "null"]}, system={"type": ["string", "null"]},
+                                       history={"oneOf": [{"type": "null"}, MESSAGES]})),
+    "open.result": ("result of open", _obj(("settings", "trigger"), settings={"type": "object"}, trigger=TRIGGER)),
+    "turn.args": ("args of turn", _obj(("user",), user={"type": "string"},
+                                       replies={"type": ["array", "null"], "items": REPLY},
+                                       overflow_above=NAT_OR_NULL, **SCRIPTED)),
+    "turn.result": ("result of turn: the Answer", ANSWER),
+    "compact.args": ("args of compact", _obj(**SCRIPTED)),
+    "compact.result": ("result of compact: the Answer", ANSWER),
+    "message": ("A message in neutral form", MESSAGE),
+    "step": ("A step of an Answer", STEP),
+}
+"""``conversation.<name>.json``: the conversation level's messages (its ops share names with the log levels')."""
+
+
 _ARGS_VALIDATORS: dict[str, jsonschema.protocols.Validator] = {}
 
 
@@ -179,6 +228,8 @@ def documents() -> dict[str, dict]:
     for op in ALL_OPS:
         docs[f"{op}.args.json"] = (f"args of {op}", ARGS[op])
         docs[f"{op}.result.json"] = (f"result of {op}", RESULTS[op])
+    for name, (title, schema) in CONVERSATION_DOCS.items():
+        docs[f"conversation.{name}.json"] = (title, schema)
     return {name: {"$schema": DRAFT, "$id": f"surfacecheck-runtime/1/{name}", "title": title, **schema}
             for name, (title, schema) in docs.items()}
 
