@@ -7,6 +7,7 @@ order. A ``direct`` compaction (the ``compact`` op) is judged by every promise e
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -42,9 +43,21 @@ def _orphans(messages: list[dict]) -> set[tuple[str, str]]:
     return found
 
 
+def _unanswered(messages: list[dict]) -> set[tuple[str, str]]:
+    """``("call", id)`` for every call with no result after it, the last assistant message's included: a call
+    the input leaves open is the input's, whatever the runtime appends after it."""
+    return {("call", call.get("id")) for i, m in enumerate(messages) if m.get("role") == "assistant"
+            for call in m.get("calls") or ()
+            if not any(n.get("role") == "tool" and n.get("call_id") == call.get("id") for n in messages[i + 1:])}
+
+
+def _input_orphans(messages: list[dict]) -> set[tuple[str, str]]:
+    return _orphans(messages) | _unanswered(messages)
+
+
 def no_orphan_created(session: Session) -> Iterable[Breach]:
     for c in compactions(session):
-        already = _orphans(list(c.step.get("before") or ()))
+        already = _input_orphans(list(c.step.get("before") or ()))
         after = list(c.step.get("after") or ())
         new = sorted(_orphans(after) - already)
         if new:
@@ -54,7 +67,7 @@ def no_orphan_created(session: Session) -> Iterable[Breach]:
                          observed=[f"{kind} {cid}" for kind, cid in new], messages=brief(after))
     for index, exchange in enumerate(session.exchanges):
         # an orphan a request carries is a breach unless the session's history had it before this exchange
-        already = _orphans(session.history_before(index))
+        already = _input_orphans(session.history_before(index))
         for step in steps(exchange):
             new = sorted(_orphans(list(step.get("messages") or ())) - already) if step.get("kind") == "request" else ()
             if new:
@@ -67,7 +80,10 @@ def no_orphan_created(session: Session) -> Iterable[Breach]:
 def tail_verbatim(session: Session) -> Iterable[Breach]:
     for c in compactions(session):
         before = list(c.step.get("before") or ())
-        kept = [m for m in c.step.get("after") or () if not is_summary(m)]
+        # the summary block at the front is what the compaction wrote; a summary further in is part of the tail
+        after = list(c.step.get("after") or ())
+        lead = next((i for i, m in enumerate(after) if not is_summary(m)), len(after))
+        kept = after[lead:]
         if len(kept) > len(before):
             yield Breach("contract-tail-verbatim", c.exchange.number,
                          f"a compaction keeps {len(kept)} messages of a history of {len(before)}",
@@ -266,6 +282,28 @@ def summary_not_nested(session: Session) -> Iterable[Breach]:
                                  messages=brief([m]))
 
 
+def _input(session: Session, exchange) -> list[dict]:
+    """What the caller handed the runtime for ``exchange``: the history before it, and a turn's user message."""
+    index = session.exchanges.index(exchange)
+    given = session.history_before(index)
+    if exchange.op == "turn" and isinstance(exchange.args.get("user"), str):
+        given = given + [{"role": "user", "text": exchange.args["user"]}]
+    return given
+
+
+def _introduced(found: list[tuple[int, str]], given: list[dict], rules) -> list[tuple[int, str]]:
+    """The problems of a request beyond those its input already had (counted by what is wrong): a runtime is not
+    blamed for a history it was handed."""
+    left = Counter(what for _, what in problems(given, rules))
+    kept = []
+    for where, what in found:
+        if left[what] > 0:
+            left[what] -= 1
+        else:
+            kept.append((where, what))
+    return kept
+
+
 def roles_valid(session: Session) -> Iterable[Breach]:
     rules = PROVIDERS.get(session.provider)
     if rules is None:
@@ -274,7 +312,7 @@ def roles_valid(session: Session) -> Iterable[Breach]:
         if step.get("kind") != "request":
             continue
         messages = list(step.get("messages") or ())
-        found = problems(messages, rules)
+        found = _introduced(problems(messages, rules), _input(session, exchange), rules)
         if found:
             where, what = found[0]
             yield Breach("contract-roles-valid", exchange.number, what, expected=rules.says,
