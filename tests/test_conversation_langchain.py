@@ -41,11 +41,11 @@ def test_open_echoes_the_package_defaults_and_the_trigger(rt):
     assert opened["settings"]["keep"] == ["messages", 20]
     assert opened["settings"]["trim_tokens_to_summarize"] == 4000
     assert opened["settings"]["compaction"] is True
-    assert opened["trigger"] == {"kind": "messages", "value": 50, "counter": "runtime"}
+    assert opened["trigger"] == {"kind": "messages", "value": 50, "counter": "runtime", "reaches": True}
     assert rt.call("open", {"settings": {}})["trigger"] is None  # the package's default trigger: never
     assert rt.call("open", {"settings": {"compaction": False, "trigger": ["tokens", 10]}})["trigger"] is None
     fraction = rt.call("open", {"settings": {"trigger": ["fraction", 0.5], "max_input_tokens": 1000}})
-    assert fraction["trigger"] == {"kind": "tokens", "value": 500, "counter": "runtime"}
+    assert fraction["trigger"] == {"kind": "tokens", "value": 500, "counter": "runtime", "reaches": True}
 
 
 def test_fraction_without_a_profile_is_refused(rt):

@@ -59,7 +59,7 @@ def test_open_echoes_strands_own_defaults_and_the_reactive_trigger(rt):
     assert sliding["settings"]["window_size"] == 40
     assert sliding["trigger"] == {"kind": "messages", "value": 40, "counter": "runtime"}
     proactive = rt.call("open", {"settings": {"proactive_compression": True, "context_window_limit": 1000}})
-    assert proactive["trigger"] == {"kind": "tokens", "value": 700, "counter": "runtime"}
+    assert proactive["trigger"] == {"kind": "tokens", "value": 700, "counter": "runtime", "reaches": True}
     assert rt.call("open", {"settings": {"compaction": False}})["trigger"] is None
 
 

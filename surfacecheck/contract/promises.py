@@ -185,10 +185,11 @@ def fits_after(session: Session) -> Iterable[Breach]:
         counted = trigger.get("kind") in ("tokens", "messages") and isinstance(trigger.get("value"), int)
         if c.cause == "size" and counted:
             size = shapes.request_size(session, request)
-            if size > trigger["value"]:
+            if size > trigger["value"] or (trigger.get("reaches") and size == trigger["value"]):
                 yield Breach("contract-fits-after", c.exchange.number,
                              f"the request after a size compaction is {size}, over the trigger {trigger['value']}",
-                             expected=f"at most {trigger['value']} ({trigger['kind']})", observed=size,
+                             expected=f"{'under' if trigger.get('reaches') else 'at most'} {trigger['value']} "
+                                      f"({trigger['kind']})", observed=size,
                              messages=brief(request.get("messages")))
 
 
@@ -365,10 +366,11 @@ def under_threshold_noop(session: Session) -> Iterable[Breach]:
             continue
         count = c.step.get("count_before") if isinstance(c.step.get("count_before"), int) else None
         size = shapes.history_size(session, list(c.step.get("before") or ()), count)
-        if size <= trigger["value"]:
+        if size < trigger["value"] or (size == trigger["value"] and not trigger.get("reaches")):
+            reaches = "at least" if trigger.get("reaches") else "over"
             yield Breach("contract-under-threshold-noop", c.exchange.number,
-                         f"a size compaction at {size}, not over the trigger {trigger['value']}",
-                         expected=f"over {trigger['value']} ({trigger['kind']})", observed=size,
+                         f"a size compaction at {size}, under the trigger {trigger['value']}",
+                         expected=f"{reaches} {trigger['value']} ({trigger['kind']})", observed=size,
                          messages=brief(c.step.get("before")))
 
 

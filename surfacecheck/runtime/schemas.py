@@ -172,7 +172,8 @@ STEP = {"oneOf": [
 ANSWER = _obj(("steps", "history"), steps={"type": "array", "items": STEP}, history=MESSAGES)
 TRIGGER = {"oneOf": [{"type": "null"}, _obj(("kind", "value", "counter"),
                                              kind={"enum": ["tokens", "messages", "overflow"]},
-                                             value=NAT_OR_NULL, counter={"enum": ["runtime", "neutral"]})]}
+                                             value=NAT_OR_NULL, counter={"enum": ["runtime", "neutral"]},
+                                             reaches={"type": "boolean"})]}
 REPLY = _obj(text={"type": "string"}, calls={"type": "array", "items": CALL})
 SUMMARY_ITEM = _obj(text={"type": "string"}, fail={"type": "string"}, empty={"type": "boolean"},
                     slow={"type": "number", "minimum": 0})

@@ -180,11 +180,11 @@ def protocol_trigger(mw: SummarizationMiddleware | None, max_input: int | None) 
         return None
     clause = mw._trigger_clauses[0]  # noqa: SLF001
     if "tokens" in clause:
-        return {"kind": "tokens", "value": int(clause["tokens"]), "counter": "runtime"}
+        return {"kind": "tokens", "value": int(clause["tokens"]), "counter": "runtime", "reaches": True}
     if "messages" in clause:
-        return {"kind": "messages", "value": int(clause["messages"]), "counter": "runtime"}
+        return {"kind": "messages", "value": int(clause["messages"]), "counter": "runtime", "reaches": True}
     threshold = max(1, int(max_input * clause["fraction"])) if max_input else None
-    return {"kind": "tokens", "value": threshold, "counter": "runtime"}
+    return {"kind": "tokens", "value": threshold, "counter": "runtime", "reaches": True}
 
 
 def build_middleware(settings: dict, driver: Any) -> RecordingSummarization | None:

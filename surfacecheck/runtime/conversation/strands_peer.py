@@ -282,7 +282,7 @@ class StrandsSession(peer.Session):
         threshold = threshold_of(st.get("proactive_compression"))
         if threshold is not None:
             window = st.get("context_window_limit") or DEFAULT_CONTEXT_WINDOW_LIMIT
-            return {"kind": "tokens", "value": math.ceil(threshold * window), "counter": "runtime"}
+            return {"kind": "tokens", "value": math.ceil(threshold * window), "counter": "runtime", "reaches": True}
         if st["manager"] == "sliding_window":
             return {"kind": "messages", "value": st["window_size"], "counter": "runtime"}
         return {"kind": "overflow", "value": None, "counter": "runtime"}
