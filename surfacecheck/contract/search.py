@@ -37,11 +37,16 @@ from surfacecheck.verify.stream import seed_only_stream
 
 from .driver import default_provider
 from .machine import BudgetSpent, Judge, PromiseBroken, SearchContext, Witness, machine_class
+from .minimize import minimize
+from .settings import small
 from .session import Breach
 
-PROFILE = PROFILES["ci"]
+PROFILE = {**PROFILES["ci"], "stateful_step_count": 8}
+"""The ``ci`` profile's examples and shrink time; a session of at most 8 turns and direct compactions after its
+``open`` (each turn runs the runtime's whole agent loop: several model calls and compactions)."""
 EXAMPLES = PROFILE["max_examples"]
-"""Examples per round (the ``ci`` profile's)."""
+"""Examples per round."""
+MINIMIZE_SECONDS = 30.0
 BUDGET_SECONDS = 300.0
 SEED = CI_SEED
 
@@ -194,6 +199,13 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
             witness = context.failure
             elapsed = time.monotonic() - began
             if witness is not None and witness.breach.promise not in result.found:
+                before = witness.messages
+                witness, runs = minimize(runtime, spec, provider, witness, judge,
+                                         deadline=_minimize_deadline(deadline), overlays=small(spec))
+                result.examples += runs
+                if witness.messages < before:
+                    say(f"contract: {witness.breach.promise}: the witness minimized from {before} to "
+                        f"{witness.messages} messages in {runs} replays")
                 found = _found(witness, result.rounds, result.examples)
                 result.found[found.promise] = found
                 say(f"contract: round {result.rounds}: {found.promise} broken at step {found.breach.step} "
@@ -220,12 +232,19 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
     return result
 
 
+def _minimize_deadline(deadline: float | None) -> float:
+    """Minimizing one witness takes at most ``MINIMIZE_SECONDS``, and never outlasts the search's budget."""
+    cap = time.monotonic() + MINIMIZE_SECONDS
+    return cap if deadline is None else min(cap, max(deadline, time.monotonic() + 5.0))
+
+
 def _round(context: SearchContext, seed: int, examples: int, result: SearchResult) -> bool:
     """Run one round; True when the search must stop (the runtime is gone, the budget is spent, or every
     session was refused)."""
     context.progress = tqdm(total=examples, desc=f"contract round {result.rounds}", unit="example", file=sys.stderr,
                             disable=None, leave=False)
-    machine = hypothesis_seed(seed)(machine_class(context))
+    # each round draws from its own seed: a round does not walk again the examples the last one already judged
+    machine = hypothesis_seed(seed + result.rounds - 1)(machine_class(context))
     try:
         with shrink_budget(PROFILE["shrink_seconds"]), seed_only_stream(), with_reporter(lambda text: None):
             run_state_machine_as_test(machine, settings=hypothesis_settings(examples))

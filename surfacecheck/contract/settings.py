@@ -41,6 +41,14 @@ REFERENCE = {
 }
 
 TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE}
+SMALL: dict[str, list[dict]] = {
+    "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
+    + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
+    "strands": [{"preserve_recent_messages": k} for k in (1, 2, 3, 5)] + [{"window_size": 4}],
+    "reference": [{"keep_tokens": 50}],
+}
+"""Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
+keeps 20 messages) often breaks the same promise on a short one when less is kept."""
 EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
 """Settings drawn together (keys that only make sense as a pair)."""
 
@@ -48,6 +56,11 @@ EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
 def table(spec: str) -> dict | None:
     """The settings table of ``spec``'s runtime (``reference:<name>`` -> reference's), or None."""
     return TABLES.get(base(spec))
+
+
+def small(spec: str) -> list[dict]:
+    """Settings overlays that keep little, for ``spec``'s runtime (none for a runtime without a table)."""
+    return SMALL.get(base(spec), [])
 
 
 def settings_for(spec: str):
