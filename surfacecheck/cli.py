@@ -158,7 +158,20 @@ def build_parser() -> argparse.ArgumentParser:
     for module in CAPABILITIES:
         importlib.import_module(f"surfacecheck.{module}.cli").register(commands)
     commands.choices["replay"].set_defaults(func=run_replay)
+    commands.choices["findings"].set_defaults(func=run_findings_command)
     return parser
+
+
+def run_findings_command(args: argparse.Namespace) -> int:
+    """``findings`` on a conversation-level runtime (LangChain, Strands, ...) is the contract's findings about it;
+    on any other runtime, dsh's findings (spec 15)."""
+    from surfacecheck.runtime.registry import serves_conversation
+
+    if serves_conversation(args.runtime):
+        from surfacecheck.contract.findings_cli import main as contract_findings
+        return contract_findings(args)
+    from surfacecheck.findings.cli import main as dsh_findings
+    return dsh_findings(args)
 
 
 def run_replay(args: argparse.Namespace) -> int:

@@ -80,10 +80,7 @@ def no_orphan_created(session: Session) -> Iterable[Breach]:
 def tail_verbatim(session: Session) -> Iterable[Breach]:
     for c in compactions(session):
         before = list(c.step.get("before") or ())
-        # the summary block at the front is what the compaction wrote; a summary further in is part of the tail
-        after = list(c.step.get("after") or ())
-        lead = next((i for i, m in enumerate(after) if not is_summary(m)), len(after))
-        kept = after[lead:]
+        kept = shapes.kept(c.step)
         if len(kept) > len(before):
             yield Breach("contract-tail-verbatim", c.exchange.number,
                          f"a compaction keeps {len(kept)} messages of a history of {len(before)}",

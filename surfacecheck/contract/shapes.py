@@ -41,9 +41,21 @@ def same_message(a: dict, b: dict) -> bool:
     return all((a.get(k) or None) == (b.get(k) or None) for k in keys)
 
 
+def lead(compaction: dict) -> int:
+    """How many messages open ``after`` as the summary block: the leading summary messages, what the compaction
+    wrote in front of what it kept (a summary further in was kept with the tail)."""
+    after = list(compaction.get("after") or ())
+    return next((i for i, m in enumerate(after) if not is_summary(m)), len(after))
+
+
+def kept(compaction: dict) -> list[dict]:
+    """What a compaction keeps: ``after`` without its leading summary block."""
+    return list(compaction.get("after") or ())[lead(compaction):]
+
+
 def kept_count(compaction: dict) -> int:
-    """How many messages of ``before`` a compaction claims to keep: the non-summary messages of ``after``."""
-    return min(len(compaction.get("before") or ()), sum(1 for m in compaction.get("after") or () if not is_summary(m)))
+    """How many messages of ``before`` a compaction claims to keep."""
+    return min(len(compaction.get("before") or ()), len(kept(compaction)))
 
 
 def removed(compaction: dict) -> list[dict]:
