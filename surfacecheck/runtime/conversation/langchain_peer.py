@@ -130,6 +130,11 @@ class ScriptedSummarizer(_Scripted):
     def _llm_type(self) -> str:
         return "scripted-summarizer"
 
+    def with_retry(self, **kwargs):
+        """LangChain's own retry (its attempts, its retryable errors), without the waits between attempts: a
+        scripted failure is not a rate limit, and a search runs thousands of them."""
+        return super().with_retry(**{**kwargs, "wait_exponential_jitter": False})
+
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         prompt = "\n\n".join(_text(m) for m in messages)
         text = self.driver.summaries.next(prompt)
