@@ -16,6 +16,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .reasons import reasons
+from .conversation_drawing import draw as draw_conversation
 from .stage_lines import stage_line
 from .trace_drawing import svg
 
@@ -189,11 +190,14 @@ def render(report: dict, coverage: dict | None) -> str:
     findings = (summary.get("findings") or {}).get("summary") or {}
     explore = (summary.get("explore") or {}).get("summary") or {}
     bench = (summary.get("bench") or {}).get("summary") or {}
+    contract = (summary.get("contract") or {}).get("summary") or {}
+    for row in contract.get("promises") or []:
+        row["drawn"] = draw_conversation(row["witness"]) if row.get("witness") else ""
     return env.get_template("report.html.j2").render(
         report=report, stages=stages, traces=trace_sections(report, report.get("runtime", "embedded")),
         why=reasons(report),
         log_violations=report.get("violations") or [], findings=findings, explore=explore,
-        bench_plot=bench_png(bench), coverage=coverage or {}, json=json, count=count)
+        bench_plot=bench_png(bench), coverage=coverage or {}, json=json, count=count, contract=contract)
 
 
 def write_html(report: dict, coverage: dict | None, folder: Path) -> Path:

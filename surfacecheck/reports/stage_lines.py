@@ -19,6 +19,11 @@ def stage_line(name: str, stage: dict) -> str:
         m = s.get("model") or {}
         caught = sum(1 for c in (s.get("controls") or {}).values() if c.get("caught"))
         return f"{m.get('states')} states, {m.get('edges')} edges; controls caught {caught}/{len(s.get('controls') or {})}"
+    if name == "contract":
+        rows = s.get("promises") or []
+        broken = [r for r in rows if r.get("verdict") == "broken"]
+        return (f"{len(rows) - len(broken)}/{len(rows)} promises held, {len(broken)} broken "
+                f"({len(s.get('new') or [])} new), {count(s.get('examples', 0), 'example')}, seed {s.get('seed')}")
     if name == "findings":
         return f"{len(s.get('known') or [])} known, {len(s.get('new') or [])} new, {len(s.get('stale') or [])} stale"
     if name == "prove":
