@@ -40,8 +40,9 @@ def draw(path: str | Path) -> str:
         broke = step["step"] == violation.get("step")
         label = escape(step.get("label") or step["op"])
         history = "".join(_box(m) for m in (step.get("args") or {}).get("history") or []) if step["op"] == "open" else ""
+        shown = f'<div class="history">{history}</div>' if history else ""
         rows.append(f'<li class="{"broke" if broke else ""}"><span class="op">{step["step"]}. {escape(step["op"])}</span> '
-                    f'{label}{f"<div class=\"history\">{history}</div>" if history else ""}</li>')
+                    f'{label}{shown}</li>')
     tail = ""
     if violation:
         tail = (f'<p class="broken"><b>{escape(str(violation.get("property")))}</b> at step {violation.get("step")}: '
