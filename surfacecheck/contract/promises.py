@@ -270,8 +270,10 @@ def summary_not_nested(session: Session) -> Iterable[Breach]:
                 frame = body  # the summary's own framing: its text with the summarizer's answers cut out
                 for o in sorted(outputs.get(body, ()), key=len, reverse=True):
                     frame = frame.replace(o, "\0")
+                # another summary inside this one: one that carries an output (a framing alone, left by an empty
+                # answer, is every summary's prefix and wraps nothing)
                 inner = [p for p in prefixes if frame.count(p) > 1] or \
-                        [t for t in texts if t != body and t and t in frame]
+                        [t for t in texts if t != body and t and t in frame and any(outputs.get(t, ()))]
                 if inner:
                     seen.add(body)
                     yield Breach("contract-summary-not-nested", exchange.number,
