@@ -10,6 +10,7 @@ the candidate on the same runtime, and keeps it when the same promise still brea
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import time
 from collections import Counter
@@ -56,6 +57,18 @@ def replay(runtime: Runtime, spec: str, provider: str, steps: list[Step], promis
     return Witness(ran, min(breaches, key=lambda b: b.step), driver.session)
 
 
+def _new_overlay(was: Step, now: Step, tried: set[str]) -> str | None:
+    """The settings ``now`` adds to ``was`` (as a key) when it only adds settings and was not tried, else None."""
+    before, after = was.args.get("settings") or {}, now.args.get("settings") or {}
+    if {k: v for k, v in was.args.items() if k != "settings"} != {k: v for k, v in now.args.items() if k != "settings"}:
+        return None
+    added = {k: v for k, v in after.items() if before.get(k) != v}
+    if not added or any(k not in after for k in before):
+        return None
+    key = json.dumps(added, sort_keys=True)
+    return None if key in tried else key
+
+
 def _problems(history: list[dict], provider: str) -> Counter:
     """What is wrong with an initial history by ``provider``'s role rules (an orphan result, a leading assistant
     message...), counted: a reduction may not add to it."""
@@ -81,6 +94,18 @@ def _halved(value: dict) -> dict | None:
     return None
 
 
+def folded(witness: Witness) -> Iterator[list[Step]]:
+    """The witness with its first k exchanges folded into ``open``: the history they left becomes the initial one
+    (fewer steps, and the messages they built open to cuts)."""
+    steps, session = witness.steps, witness.session
+    for k in range(min(len(steps) - 1, len(session.exchanges)), 0, -1):
+        answer = session.exchanges[k - 1].answer
+        if "error" in answer or not isinstance(answer.get("history"), list):
+            continue
+        opened = {**steps[0].args, "history": answer["history"]}
+        yield [Step("open", opened)] + steps[k + 1:]
+
+
 def candidates(steps: list[Step], overlays: list[dict] = ()) -> Iterator[list[Step]]:
     """Each one-step reduction of ``steps``, the biggest cuts first. An overlay (settings that keep little) comes
     with the history cut to its last few messages: on its own it is no smaller, but it opens the way to cuts the
@@ -91,10 +116,13 @@ def candidates(steps: list[Step], overlays: list[dict] = ()) -> Iterator[list[St
     history = list(opened.get("history") or ())
     for i in range(len(history)):
         yield [Step("open", {**opened, "history": _without_message(history, i)})] + steps[1:]
+    for i in range(len(history) - 1):  # a user/assistant exchange at once (alternation survives)
+        yield [Step("open", {**opened, "history": _without_message(_without_message(history, i + 1), i)})] + steps[1:]
     for overlay in overlays:
         settings = dict(opened.get("settings") or {})
         if all(settings.get(k) == v for k, v in overlay.items()):
             continue
+        yield [Step("open", {**opened, "settings": {**settings, **overlay}})] + steps[1:]
         for last in TAILS:  # the history's last few messages only, the rest cut at once
             if last < len(history):
                 yield [Step("open", {**opened, "settings": {**settings, **overlay},
@@ -129,17 +157,21 @@ def minimize(runtime: Runtime, spec: str, provider: str, witness: Witness, judge
     """The smallest witness of the same promise found by one-step reductions, and the replays it took."""
     best, runs, promise = witness, 0, witness.breach.promise
     allowed = _problems(witness.steps[0].args.get("history") or [], provider)
+    tried: set[str] = set()
     improved = True
     while improved:
         improved = False
-        for candidate in candidates(best.steps, overlays):
+        for candidate in itertools.chain(candidates(best.steps, overlays), folded(best)):
             if _problems(candidate[0].args.get("history") or [], provider) - allowed:
                 continue  # a cut that makes the initial history malformed is no witness of the runtime's
             if runs >= max_runs or (deadline is not None and time.monotonic() > deadline):
                 return best, runs
             runs += 1
             found = replay(runtime, spec, provider, candidate, promise, judge)
-            if found is not None and size(found) < size(best):
+            overlay = _new_overlay(best.steps[0], candidate[0], tried)
+            if found is not None and (size(found) < size(best) or (overlay and size(found) <= size(best))):
+                if overlay:
+                    tried.add(overlay)  # an overlay that shrinks nothing yet is taken once, never again
                 best, improved = found, True
                 break
     return best, runs
