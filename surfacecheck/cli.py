@@ -53,6 +53,7 @@ Stages, in order (--only/--skip select them; logs always runs):
   verify    the Hypothesis lockstep machines at every level, CI profile (surfacecheck verify);
   dsh       verify and the findings' traces on dsh's own library (--runtime dsh), whatever is tested;
   findings  dsh's own broken promises (spec 15): known ones from properties/findings.json, new ones fail (surfacecheck findings; --strict fails on known ones too);
+  contract  on a conversation-level runtime (langchain, strands, reference): the compaction contract's search, each promise held or broken, a broken one known (contract/findings.json) or NEW (surfacecheck contract); there, findings replays the contract's registered witnesses and bench times the runtime's own trigger check, and every other stage says why it does not apply;
   prove     the Z3 obligations and their negative controls (surfacecheck prove);
   explore   bounded exhaustive model checking at small bounds (surfacecheck explore);
   e2e       the seed scripts on the real dsh runtime from PyPI (surfacecheck e2e dsh);
@@ -61,7 +62,7 @@ Stages, in order (--only/--skip select them; logs always runs):
 
 Prints one line per stage, the failures in full and the verdict on stdout (-v: every stage's and every log's detail; --json: exactly one JSON document), progress on stderr, and writes into the report directory {REPORT_FILE}, {JUNIT_FILE} (one test case per log, stage run and trace), report.html (the page to open: every failure and finding drawn as the surface step by step, the coverage), coverage.json and coverage.xml (Cobertura): the runtime's code coverage (coverage.py; V8 per dsh source file for dsh), transitions and rules per source, and the sometimes-witnesses (--strict fails when one is never reached).
 
-Runtimes: embedded (the suite's own independent runtime), model (the reference model behind the protocol), dsh (dsh's own npm packages behind a node adapter), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or dies makes the run inconclusive, exit {EXIT_INCONCLUSIVE}). The logs are always judged by the model.
+Runtimes: embedded (the suite's own independent runtime), model (the reference model behind the protocol), dsh (dsh's own npm packages behind a node adapter), langchain and strands (those frameworks in their own environments, the conversation level: docs/conversation-protocol.md), cmd:COMMAND (a child process speaking docs/protocol.md; one that hangs or dies makes the run inconclusive, exit {EXIT_INCONCLUSIVE}). The logs are always judged by the model.
 
 The corpus is --corpus DIR, else ${ENV_VAR}, else <checkout>/../shared/corpus; if none is found only the scenario logs are checked (under CI, with a warning)."""
 

@@ -27,6 +27,11 @@ Hypothesis search of the policy and compaction machines, and an explorer pass (t
 `surfacecheck explore`, every state's shortest path run on the model with the promises watching). A
 violation of an unregistered promise is NEW (its trace is written to --trace-dir).
 
+On a conversation-level runtime (--runtime langchain, strands, reference) the command reports the compaction
+contract's findings about that runtime instead (docs/contract.md): every witness in contract/findings.json replayed
+on it and every quote checked against its installed package (STALE when either fails), then the contract search
+for --search-seconds (0: none): a broken promise with no registered finding is NEW, its witness in --trace-dir.
+
 Output: every violation as a finding, reachable defects first (id, promise with spec/seed sections,
 class defect/design-question/tradeoff/new, dsh's words, reachability, where it was reproduced, witness
 trace + replay command, observed vs expected, dsh source function, explanation), then every
@@ -46,12 +51,14 @@ EXAMPLES = (
     "surfacecheck findings",
     "surfacecheck findings --runtime dsh --strict",
     "surfacecheck findings --no-logs --explore-bounds off --report",
+    "surfacecheck findings --runtime langchain --registry empty.json --json",
 )
 
 
 def register(commands) -> None:
     """Add ``findings`` to the ``surfacecheck`` parser."""
-    p = command_parser(commands, "findings", help="known and new findings about dsh itself (promises it breaks)",
+    p = command_parser(commands, "findings", help="known and new findings about dsh itself (promises it breaks), "
+                       "or about a conversation-level runtime (the compaction contract's)",
                        description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
     add_common(p, runtime=DEFAULT_RUNTIME, timeout=DEFAULT_TIMEOUT)
     p.add_argument("--strict", action="store_true", help="exit 1 on known findings too")
