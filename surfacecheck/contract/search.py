@@ -1,10 +1,10 @@
 """``search(spec, ...) -> SearchResult``: find, for each promise a runtime breaks, a small replayable witness.
 
-A round runs the conversation machine (:mod:`.machine`) under Hypothesis from the search's seed (no database, no
-deadline, the ``ci`` profile's sizes); the first example that breaks a promise not yet found is shrunk and kept as
-a witness (the steps and the breach, a trace of the one format, :mod:`surfacecheck.core.trace`). The next round
-runs again with that promise marked found, until a round finds nothing new, every promise is found, or the time
-budget ends. One runtime process serves the whole search: each example's ``open`` starts a fresh session.
+A round runs the conversation machine (:mod:`.machine`) under Hypothesis from its own seed (the search's seed plus
+the round's number; no database, no deadline, the ``ci`` profile's sizes); the first example that breaks a promise
+not yet found is shrunk, minimized (:mod:`.minimize`) and kept as a witness (the steps and the breach, a trace of
+the one format, :mod:`surfacecheck.core.trace`). The next round runs with that promise marked found, until
+:data:`PATIENCE` rounds in a row find nothing new, every promise is found, or the time budget ends. One runtime process serves the whole search: each example's ``open`` starts a fresh session.
 
 The seed and one line per round go to ``progress`` (stderr by default). A runtime that hangs or dies ends the
 search inconclusive (its reason in :attr:`SearchResult.inconclusive`); the witnesses found before it stand.
@@ -47,6 +47,8 @@ PROFILE = {**PROFILES["ci"], "stateful_step_count": 8}
 EXAMPLES = PROFILE["max_examples"]
 """Examples per round."""
 MINIMIZE_SECONDS = 30.0
+PATIENCE = 2
+"""The search ends after so many rounds in a row find nothing new (each round draws from its own seed)."""
 BUDGET_SECONDS = 300.0
 SEED = CI_SEED
 
@@ -160,7 +162,7 @@ def _stderr(line: str) -> None:
 def search(spec: str, *, seed: int | None = None, examples: int | None = None, provider: str | None = None,
            deadline_seconds: float | None = BUDGET_SECONDS, judge: Judge | None = None,
            progress: Callable[[str], None] | None = None, promises: Sequence[str] | None = None,
-           timeout: float = DEFAULT_TIMEOUT, command: str | None = None) -> SearchResult:
+           timeout: float = DEFAULT_TIMEOUT, command: str | None = None, patience: int = PATIENCE) -> SearchResult:
     """Search ``spec`` (a conversation-level runtime) for broken promises (see the module docstring).
 
     ``judge`` (default: the contract's) judges each session; ``promises`` are the ids it checks (default: the
@@ -176,6 +178,7 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
     say(f"contract: runtime {spec}, provider {provider}, seed {seed}")
     began = time.monotonic()
     deadline = None if deadline_seconds is None else began + deadline_seconds
+    quiet = 0  # rounds in a row that found nothing new
     try:
         runtime = registry.open_spec(spec, timeout)
     except RuntimeUnavailable as exc:
@@ -198,7 +201,8 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
                 result.refusals["first"] = context.first_refusal
             witness = context.failure
             elapsed = time.monotonic() - began
-            if witness is not None and witness.breach.promise not in result.found:
+            fresh = witness is not None and witness.breach.promise not in result.found
+            if fresh:
                 before = witness.messages
                 witness, runs = minimize(runtime, spec, provider, witness, judge,
                                          deadline=_minimize_deadline(deadline), overlays=small(spec))
@@ -213,7 +217,8 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
                     f"{elapsed:.1f} s")
             else:
                 say(f"contract: round {result.rounds}: nothing new in {context.examples} examples, {elapsed:.1f} s")
-            if stop or witness is None:
+            quiet = 0 if fresh else quiet + 1
+            if stop or quiet >= patience:
                 break
             if checked and set(checked) <= set(result.found):
                 break
