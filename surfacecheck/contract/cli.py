@@ -19,8 +19,8 @@ turns (scripted model replies, fetch calls, overflow limits) and direct compacti
 answer, fail, answer empty or slowly). After every step the session is judged against every promise.
 
 The first example that breaks a promise is shrunk to a small witness and written as a trace; the search then runs
-again with that promise marked found, until two rounds in a row find nothing new, every promise is found, or the budget
-ends. One runtime process serves the whole search. The seed and one line per round go to stderr.
+again with that promise marked found, until two rounds in a row find nothing new, every promise is found, or the
+budget ends. One runtime process serves the whole search. The seed and one line per round go to stderr.
 
 Output: one row per promise, held or broken, with the witness trace (DIR/traces/contract-RUNTIME-PROMISE.jsonl),
 its steps and the most messages a history held in it. 'surfacecheck replay TRACE' runs a witness again."""
