@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from surfacecheck.core.argtypes import writable_dir
+from surfacecheck.core.argtypes import positive_count, positive_seconds, writable_dir
 from surfacecheck.options import add_common, command_parser
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
@@ -55,25 +55,13 @@ def register(commands) -> None:
                         "bedrock, otherwise anthropic)")
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (default: fixed under CI, else random; "
                    "printed)")
-    p.add_argument("--examples", type=_positive_int, default=PER_ROUND, metavar="N",
+    p.add_argument("--examples", type=positive_count, default=PER_ROUND, metavar="N",
                    help="examples per round (default: %(default)s, the ci profile's)")
-    p.add_argument("--budget", type=float, default=BUDGET_SECONDS, metavar="SECONDS",
+    p.add_argument("--budget", type=positive_seconds, default=BUDGET_SECONDS, metavar="SECONDS",
                    help="no new example starts after so many seconds (default: %(default)g)")
     p.add_argument("--out", type=writable_dir, default=DEFAULT_OUT, metavar="DIR",
                    help="witness traces go to DIR/traces/ (default: %(default)s)")
     p.set_defaults(func=main)
-
-
-def _positive_int(value: str) -> int:
-    import argparse
-
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
-    return number
 
 
 def _usage(args, message: str) -> int:
@@ -92,8 +80,6 @@ def main(args) -> int:
     if entry is not None and entry.levels and "conversation" not in entry.levels:
         return _usage(args, f"runtime {args.runtime!r} does not serve the conversation level; conversation-level "
                             "runtimes: langchain, strands, reference, cmd:COMMAND")
-    if args.budget <= 0:
-        return _usage(args, f"--budget must be positive, got {args.budget:g}")
     command = "surfacecheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["contract"] \
         else None
     try:

@@ -12,12 +12,11 @@ names the public issue that reports it, or is null when none was found (``search
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.json_where import line_of
-from ..core.quotes import PY_MARKER, find_line
+from ..core.json_where import line_of, read_document
+from ..core.quotes import PY_MARKER, QuoteCheck, find_line
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "findings.json"
 CLASSES = ("defect", "design-question", "tradeoff")
@@ -60,13 +59,7 @@ class Finding:
 def load(path: str | Path | None = None, promises: tuple[str, ...] | None = None) -> list[Finding]:
     """Read and check the registry (``promises``: the contract's ids an entry may name)."""
     path = Path(path) if path is not None else DEFAULT_PATH
-    try:
-        text = path.read_text(encoding="utf-8")
-        document = json.loads(text)
-    except OSError as exc:
-        raise RegistryError(f"{path}:0: cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RegistryError(f"{path}:{getattr(exc, 'lineno', 0)}: not JSON: {exc}") from None
+    text, document = read_document(path, RegistryError)
     entries = document.get("findings") if isinstance(document, dict) else None
     if not isinstance(entries, list):
         raise RegistryError(f"{path}:1: expected an object with a \"findings\" list")
@@ -138,19 +131,6 @@ def quote_problem(evidence) -> str | None:
     if "line" in evidence and not (isinstance(evidence["line"], int) and evidence["line"] >= 1):
         return "line must be a positive integer"
     return None
-
-
-@dataclass(frozen=True)
-class QuoteCheck:
-    """Where a quote was looked for: ``found`` True/False, or None when the package is not installed here."""
-
-    found: bool | None
-    where: str
-    line: int | None = None
-    why: str = ""
-
-    def to_json(self) -> dict:
-        return {"found": self.found, "where": self.where, "line": self.line, "why": self.why}
 
 
 def site_packages(environment: Path) -> Path | None:

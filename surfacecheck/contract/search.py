@@ -64,10 +64,8 @@ def promise_ids(judge: Judge | None = None) -> tuple[str, ...]:
     """The promises a judge checks: its ``promises`` attribute, else (the default judge) the contract's."""
     if judge is not None:
         return tuple(getattr(judge, "promises", ()))
-    try:
-        from . import promises
-    except ImportError:
-        return ()
+    from . import promises
+
     return tuple(p.id for p in promises.PROMISES)
 
 

@@ -52,7 +52,7 @@ def stage(ctx: CheckContext) -> StageResult:
     lines = [search_text(result, paths)]
     for row in rows:
         if row["verdict"] == "broken":
-            lines.append(f"  {row['promise']}: " + (f"NEW (not in contract/findings.json)" if row["new"] else
+            lines.append(f"  {row['promise']}: " + ("NEW (not in contract/findings.json)" if row["new"] else
                                                     f"known {row['class']} {row['finding']}"
                                                     + (f", {row['issue']}" if row["issue"] else "")))
     if new or (ctx.strict and known):

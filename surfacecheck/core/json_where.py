@@ -57,3 +57,19 @@ def line_of(text: str, path: Sequence[str | int]) -> int:
     except (ValueError, IndexError):  # not the document json.loads read: the line reached so far
         pass
     return text.count("\n", 0, at) + 1
+
+
+def read_document(path, error: type[Exception]) -> tuple[str, object]:
+    """The text and the parsed JSON of the file at ``path`` (a registry, a policy); ``error`` (a ``ValueError``
+    subclass) as ``PATH:LINE: reason`` when it cannot be read, is not UTF-8, is not JSON or nests too deeply."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, json.loads(text)
+    except OSError as exc:
+        raise error(f"{path}:0: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}:0: not UTF-8 text: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise error(f"{path}:1: not JSON this suite can read: nested too deeply") from None

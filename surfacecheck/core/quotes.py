@@ -7,9 +7,23 @@ runs of whitespace collapse, so a sentence wrapped over three lines is quoted as
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 JS_MARKER = re.compile(r"^\s*(?:/\*\*+|\*/|\*|//+)?\s?")
 PY_MARKER = re.compile(r"^\s*(?:#+)?\s?")
+
+
+@dataclass(frozen=True)
+class QuoteCheck:
+    """Where a quote was looked for and what was found: ``found`` True/False, or None when not checkable here."""
+
+    found: bool | None
+    where: str
+    line: int | None = None
+    why: str = ""
+
+    def to_json(self) -> dict:
+        return {"found": self.found, "where": self.where, "line": self.line, "why": self.why}
 
 
 def normalise(text: str, marker: re.Pattern = JS_MARKER) -> str:

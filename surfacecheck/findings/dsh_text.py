@@ -14,10 +14,9 @@ three lines is quoted as one sentence.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
-from surfacecheck.core.quotes import find_line, normalise  # noqa: F401 - dsh quotes match by these rules
+from surfacecheck.core.quotes import QuoteCheck, find_line, normalise  # noqa: F401 - dsh quotes match by these rules
 
 VERSION = "0.1.0-rc.8"
 """The dsh release the registry quotes (the spec's commit 611615650f, the adapter's pinned packages)."""
@@ -25,19 +24,6 @@ KINDS = ("promise", "intent", "silent")
 """What a quote shows: dsh ``promise``s the property (a defect's evidence), documents or ``intent``s the
 behaviour (a tradeoff's), or describes the mechanism and stays ``silent`` on the promise (a design question's)."""
 SOURCES = ("package", "spec-14.3")
-
-
-@dataclass(frozen=True)
-class QuoteCheck:
-    """Where a quote was looked for and what was found: ``found`` True/False, or None when not checkable here."""
-
-    found: bool | None
-    where: str
-    line: int | None = None
-    why: str = ""
-
-    def to_json(self) -> dict:
-        return {"found": self.found, "where": self.where, "line": self.line, "why": self.why}
 
 
 def installed_modules() -> Path | None:

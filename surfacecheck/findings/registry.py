@@ -13,12 +13,11 @@ it. ``evidence_also`` holds further quotes. ``reachability`` says how far a real
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from surfacecheck import properties
-from surfacecheck.core.json_where import line_of
+from surfacecheck.core.json_where import line_of, read_document
 
 from . import reachability as reach_mod
 from .dsh_text import quote_problem
@@ -76,17 +75,7 @@ def load(path: str | Path | None = None) -> list[Finding]:
     from surfacecheck.properties.monitors import all_monitors
 
     path = Path(path) if path is not None else DEFAULT_PATH
-    try:
-        text = path.read_text(encoding="utf-8")
-        document = json.loads(text)
-    except OSError as exc:
-        raise RegistryError(f"{path}:0: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise RegistryError(f"{path}:0: not UTF-8 text: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise RegistryError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
-    except RecursionError:
-        raise RegistryError(f"{path}:1: not JSON this suite can read: nested too deeply") from None
+    text, document = read_document(path, RegistryError)
     entries = document.get("findings") if isinstance(document, dict) else None
     if not isinstance(entries, list):
         raise RegistryError(f"{path}:{line_of(text, ['findings'])}: expected an object with a \"findings\" list")
