@@ -194,7 +194,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 # Each capability registers its own subcommands (``surfacecheck/<capability>/cli.py``).
-CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore", "e2e", "mutate", "contract")
+CAPABILITIES = ("audit", "verify", "findings", "prove", "bench", "explore", "e2e", "mutate", "contract", "matrix")
 
 
 def _stage_list(value: str) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from surfacecheck.properties.stateful.base import RuntimeGone
 
 from .conversations import SYSTEM_TEXTS, compact_scripts, histories, number_replies, turn_scripts
 from .driver import Driver, label, largest_history
+from .premises import exercised
 from .session import Breach, Session
 from .settings import settings_for
 
@@ -76,6 +77,7 @@ class SearchContext:
     progress: Any = None  # a tqdm bar (or None), advanced once per example
     spent: bool = False  # the budget stopped the round
     gone: RuntimeGone | None = None  # the runtime hung or died
+    exercised: Counter = field(default_factory=Counter)  # promise -> generated sessions where its premise occurred
 
 
 def machine_class(context: SearchContext) -> type[RuleBasedStateMachine]:
@@ -94,6 +96,8 @@ def machine_class(context: SearchContext) -> type[RuleBasedStateMachine]:
             self.steps: list[Step] = []
             self.next_call = 1
             self.compacts = 0
+            self.exercised: frozenset[str] = frozenset()
+            self.generated = context.target is None  # not a shrink of a failure: its premises are counted
 
         def _call(self, fn, *args):
             try:
@@ -147,6 +151,8 @@ def machine_class(context: SearchContext) -> type[RuleBasedStateMachine]:
             session = self.driver.session
             if session is None:
                 return
+            if self.generated:
+                self.exercised |= exercised(session)
             breaches = [b for b in context.judge(session) if b.promise not in context.found
                         and (context.target is None or b.promise == context.target)]
             if breaches:
@@ -154,5 +160,9 @@ def machine_class(context: SearchContext) -> type[RuleBasedStateMachine]:
                 context.target = first.promise
                 context.failure = Witness(list(self.steps), first, session)
                 raise PromiseBroken(first)
+
+        def teardown(self):
+            if self.generated:
+                context.exercised.update(self.exercised)
 
     return ConversationMachine

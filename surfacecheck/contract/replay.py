@@ -19,6 +19,7 @@ from surfacecheck.runtime import registry
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 from .driver import Driver, default_provider
+from .premises import PREMISES
 from .session import Breach, Session
 
 Judge = Callable[[Session], "list[Breach]"]
@@ -71,6 +72,8 @@ class ContractReplay:
     unavailable: str | None = None
     refused: str | None = None
     stderr: str = ""
+    dropped: tuple[str, ...] = ()  # the trace runtime's own settings another runtime was not given
+    judged: bool = False  # the session met what the trace's promise judges (its premise, :mod:`.premises`)
 
     @property
     def exit_code(self) -> int:
@@ -85,6 +88,8 @@ class ContractReplay:
             return f"inconclusive: runtime {self.runtime} unavailable: {self.unavailable}"
         tail = f"; also broken: {', '.join(sorted({b.promise for b in self.others}))}" if self.others else ""
         tail += f"; the runtime refused step {self.steps_run}: {self.refused}" if self.refused else ""
+        tail += (f"; on its own settings ({', '.join(self.dropped)} belong to the trace's runtime)"
+                 if self.dropped else "")
         if self.breach is None:
             return f"fixed: {self.steps_run} of {self.steps_total} steps ran on {self.runtime} and {self.promise} " \
                    f"held{tail}"
@@ -95,13 +100,28 @@ class ContractReplay:
                 "provider": self.provider, "property": self.promise, "steps_run": self.steps_run,
                 "steps_total": self.steps_total, "violation": self.breach.to_json() if self.breach else None,
                 "also_broken": [b.to_json() for b in self.others], "refused": self.refused,
-                "unavailable": self.unavailable, "stderr": self.stderr[-2000:] if self.stderr else ""}
+                "unavailable": self.unavailable, "dropped_settings": list(self.dropped), "judged": self.judged,
+                "stderr": self.stderr[-2000:] if self.stderr else ""}
+
+
+def portable_open(trace: Trace, spec: str) -> tuple[dict, tuple[str, ...]]:
+    """The trace's ``open`` args for ``spec``: as recorded on the trace's own runtime; on another runtime without
+    the trace runtime's own settings (their names are that runtime's), keeping the common ``compaction`` switch, so
+    the same conversation replays on a runtime that keeps the promise. Returns the args and the dropped keys."""
+    args = dict(trace.steps[0].args)
+    if trace.runtime is None or registry.base(spec) == registry.base(trace.runtime):
+        return args, ()
+    settings = dict(args.get("settings") or {})
+    dropped = tuple(sorted(k for k in settings if k != "compaction"))
+    args["settings"] = {k: v for k, v in settings.items() if k == "compaction"}
+    return args, dropped
 
 
 def replay(trace: Trace, spec: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
-           judge: Judge | None = None) -> ContractReplay:
-    """Run ``trace`` on ``spec`` (default: the trace's runtime) and judge it; ``ValueError`` for an unknown
-    runtime spelling or a runtime that refuses the trace's ``open``."""
+           judge: Judge | None = None, settings: dict | None = None) -> ContractReplay:
+    """Run ``trace`` on ``spec`` (default: the trace's runtime) and judge it; ``settings`` are laid over the
+    ``open`` settings (:func:`portable_open`'s). ``ValueError`` for an unknown runtime spelling or a runtime that
+    refuses the trace's ``open``."""
     spec = spec or trace.runtime
     provider = trace.provider or default_provider(spec)
     judge = judge or judge_for(trace.property)
@@ -113,8 +133,11 @@ def replay(trace: Trace, spec: str | None = None, *, timeout: float = DEFAULT_TI
         return outcome
     try:
         driver = Driver(runtime, spec, provider)
+        opening, outcome.dropped = portable_open(trace, spec)
+        if settings:
+            opening["settings"] = {**(opening.get("settings") or {}), **settings}
         try:
-            driver.open(trace.steps[0].args)
+            driver.open(opening)
         except ProtocolError as exc:
             raise ValueError(f"runtime {spec} refuses the trace's open: {exc.type}: {exc.message}") from None
         outcome.steps_run = 1
@@ -129,6 +152,8 @@ def replay(trace: Trace, spec: str | None = None, *, timeout: float = DEFAULT_TI
         return outcome
     finally:
         runtime.close()
+    premise = PREMISES.get(trace.property)
+    outcome.judged = premise is None or premise.occurred(driver.session)
     breaches = list(judge(driver.session))
     mine = sorted((b for b in breaches if b.promise == trace.property), key=lambda b: b.step)
     outcome.breach = mine[0] if mine else None

@@ -104,6 +104,9 @@ class SearchResult:
     out_of_time: bool = False
     refusals: dict = field(default_factory=dict)  # op -> protocol error answers, and the first one's words
     command: str | None = None
+    known: tuple[str, ...] = ()  # promises not searched for (their witnesses are registered and replayed instead)
+    exercised: dict = field(default_factory=dict)  # promise -> generated sessions where its premise occurred
+    version: dict | None = None  # ``hello``'s ``runtime``: the name and version the runtime announces
 
     @property
     def exit_code(self) -> int:
@@ -126,7 +129,8 @@ class SearchResult:
         return {"runtime": self.runtime, "provider": self.provider, "seed": self.seed, "verdict": self.verdict,
                 "exit_code": self.exit_code, "examples": self.examples, "steps": self.steps,
                 "seconds": round(self.seconds, 3), "rounds": self.rounds, "out_of_time": self.out_of_time,
-                "inconclusive": self.inconclusive, "refusals": self.refusals,
+                "inconclusive": self.inconclusive, "refusals": self.refusals, "known": list(self.known),
+                "exercised": dict(sorted(self.exercised.items())),
                 "found": {p: f.to_json() for p, f in self.found.items()}}
 
 
@@ -160,19 +164,22 @@ def _stderr(line: str) -> None:
 def search(spec: str, *, seed: int | None = None, examples: int | None = None, provider: str | None = None,
            deadline_seconds: float | None = BUDGET_SECONDS, judge: Judge | None = None,
            progress: Callable[[str], None] | None = None, promises: Sequence[str] | None = None,
-           timeout: float = DEFAULT_TIMEOUT, command: str | None = None, patience: int = PATIENCE) -> SearchResult:
+           timeout: float = DEFAULT_TIMEOUT, command: str | None = None, patience: int = PATIENCE,
+           known: Sequence[str] = ()) -> SearchResult:
     """Search ``spec`` (a conversation-level runtime) for broken promises (see the module docstring).
 
     ``judge`` (default: the contract's) judges each session; ``promises`` are the ids it checks (default: the
-    judge's ``promises``, else the contract's), so the search can stop once every one is found. ``ValueError``
-    for a spelling that names no conversation-level runtime."""
+    judge's ``promises``, else the contract's), so the search can stop once every one is found; ``known`` are
+    promises it does not look for (a registered witness stands for them). Per promise, the sessions where its
+    premise occurred are counted (:mod:`.premises`). ``ValueError`` for a spelling that names no
+    conversation-level runtime."""
     say = progress or _stderr
     seed = new_seed("ci" if os.environ.get("CI") else "dev", seed)
     provider = provider or default_provider(spec)
     examples = examples or EXAMPLES
     checked = tuple(promises) if promises is not None else promise_ids(judge)
     judge = judge or default_judge()
-    result = SearchResult(spec, provider, seed, checked, command=command)
+    result = SearchResult(spec, provider, seed, checked, command=command, known=tuple(known))
     say(f"contract: runtime {spec}, provider {provider}, seed {seed}")
     began = time.monotonic()
     deadline = None if deadline_seconds is None else began + deadline_seconds
@@ -183,15 +190,19 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
         result.inconclusive, result.stderr = f"{exc.kind}: {exc}", exc.stderr
         return result
     try:
-        levels = (runtime.hello() or {}).get("levels") or []
+        hello = runtime.hello() or {}
+        levels = hello.get("levels") or []
+        result.version = hello.get("runtime") if isinstance(hello.get("runtime"), dict) else None
         if CONVERSATION not in levels:
             raise ValueError(f"runtime {spec!r} does not serve the {CONVERSATION} level (it announces "
                              f"{', '.join(levels) or 'none'}); docs/conversation-protocol.md")
         while True:
             result.rounds += 1
-            context = SearchContext(runtime, spec, provider, judge, frozenset(result.found), deadline)
+            context = SearchContext(runtime, spec, provider, judge, frozenset(result.found) | set(known), deadline)
             stop = _round(context, seed, examples, result)
             result.examples += context.examples
+            for promise, n in context.exercised.items():
+                result.exercised[promise] = result.exercised.get(promise, 0) + n
             result.steps += context.steps
             for op, n in context.refusals.items():
                 result.refusals[op] = result.refusals.get(op, 0) + n
@@ -218,7 +229,7 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
             quiet = 0 if fresh else quiet + 1
             if stop or quiet >= patience:
                 break
-            if checked and set(checked) <= set(result.found):
+            if checked and set(checked) <= set(result.found) | set(known):
                 break
             if deadline is not None and time.monotonic() > deadline:
                 result.out_of_time = True

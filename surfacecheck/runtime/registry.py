@@ -55,6 +55,7 @@ class Entry:
     source: Path | None = None  # the Python package coverage.py measures
     prefix: str | None = None
     problem: Callable[[str], str | None] = lambda spec: None
+    not_applicable: tuple[tuple[str, str], ...] = ()  # contract promises this runtime cannot be asked, and why
 
     def matches(self, spec: str) -> bool:
         return spec == self.name if self.prefix is None else spec.startswith(self.prefix)
@@ -146,6 +147,13 @@ def serves_conversation(spec: str) -> bool:
 def conversation_runtimes() -> list[str]:
     """The named runtimes that serve the conversation level (``langchain``, ``strands``, ...)."""
     return [e.name for e in ENTRIES if e.prefix is None and CONVERSATION in e.levels]
+
+
+def not_applicable(spec: str) -> dict[str, str]:
+    """The contract promises ``spec``'s runtime has nothing to be judged by (promise -> why): a runtime with no
+    summarizer writes no summary."""
+    found = entry(spec) or entry(base(spec))
+    return dict(found.not_applicable) if found is not None else {}
 
 
 def problem(spec: str) -> str | None:
