@@ -64,6 +64,9 @@ def _size(text: str) -> int:
     return value
 
 
+ACROSS_FILE, ACROSS_PLOT = "bench-across.json", "bench-across.png"
+
+
 def register(commands) -> None:
     """Add ``bench`` to the ``surfacecheck`` parser."""
     p = command_parser(commands, "bench", help="measure the per-append cost of pressure updates and confirm it is O(1)",
@@ -87,6 +90,11 @@ def register(commands) -> None:
                    help=f"appends timed per size (default: ~{round(BATCH_EVENTS / EVENTS_PER_APPEND)}; "
                         "linear variants fewer)")
     p.add_argument("--seed", type=int, default=0, help="workload seed (default: %(default)s)")
+    p.add_argument("--across", nargs="?", const="all", default=None, metavar="R,R...",
+                   help="instead: the cost per appended message across runtimes, side by side in one run: dsh's "
+                        "projection and meter, the embedded projection, each framework's own trigger check, and a "
+                        "constant and a linear baseline (default runtimes: all; sizes 1e2 1e3 1e4 unless --sizes); "
+                        f"writes {ACROSS_FILE}, {ACROSS_PLOT} and prints the Markdown table")
     p.set_defaults(func=run_bench)
 
 
@@ -127,7 +135,39 @@ def _usage_problem(args) -> str | None:
     return None
 
 
+def run_across(args) -> int:
+    """``bench --across``: one table and plot of every runtime's cost per append (:mod:`.across`)."""
+    from . import across
+    from .plot import write_plot
+
+    specs = across.runtimes() if args.across == "all" else [r.strip() for r in args.across.split(",") if r.strip()]
+    for spec in specs:
+        problem = measure.runtime_problem(spec)
+        if problem:
+            return _fail(args, problem, EXIT_USAGE)
+    sizes = tuple(sorted(set(args.sizes))) if list(args.sizes) != list(DEFAULT_SIZES) else across.SIZES
+    report_dir = Path(args.report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    result = across.measure_across(specs, sizes=sizes, timeout=args.timeout,
+                                   say=lambda line: (sys.stderr.write(line + "\n"), sys.stderr.flush()))
+    document = result.to_json()
+    plot = write_plot(across.plot_series(result), report_dir / ACROSS_PLOT,
+                      f"cost per appended message across runtimes — {result.machine.get('cpu')}, "
+                      f"{result.machine.get('cpus')} CPUs")
+    document.update(plot=str(plot), report=str(report_dir / ACROSS_FILE), markdown=across.markdown(result))
+    (report_dir / ACROSS_FILE).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    if args.json:
+        print(json.dumps(document))
+    else:
+        sys.stdout.write(document["markdown"])
+        if not result.sane:
+            sys.stdout.write("inconclusive: the baselines did not come out constant and linear (a busy machine?)\n")
+    return result.exit_code
+
+
 def run_bench(args) -> int:
+    if args.across is not None:
+        return run_across(args)
     problem = _usage_problem(args)
     if problem:
         return _fail(args, problem, EXIT_USAGE)
