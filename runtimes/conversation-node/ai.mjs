@@ -15,9 +15,9 @@ import { load, version } from './modules.mjs';
 const { pruneMessages } = await load('ai', 'dist/index.js');
 const VERSION = version('ai');
 // pruneMessages' own options, with its own defaults (its signature: reasoning = "none", toolCalls = [],
-// emptyMessages = "remove"); threshold is the docs' COMPACTION_THRESHOLD (null: prune before every call, as the
-// reference page's route handler does).
-const KNOWN = { reasoning: 'none', toolCalls: [], emptyMessages: 'remove', threshold: null };
+// emptyMessages = "remove"); threshold is the docs' `const COMPACTION_THRESHOLD = 100_000;` (0: prune before every
+// call, as the reference page's route handler does).
+const KNOWN = { reasoning: 'none', toolCalls: [], emptyMessages: 'remove', threshold: 100_000 };
 
 /** The docs' estimator: JSON.stringify(messages).length / 4 (docs/03-agents/04-loop-control.mdx). */
 export const estimateTokens = (messages) => JSON.stringify(messages).length / 4;
@@ -85,7 +85,7 @@ function checkOptions(s) {
     || (Array.isArray(tc) && tc.every((e) => e && typeof e === 'object' && strategy(e.type) && (e.tools === undefined || Array.isArray(e.tools))));
   if (!ok) throw new peer.BadArgs("toolCalls must be 'all', 'before-last-message', 'before-last-N-messages', 'none' or a list of {type, tools?}");
   if (!['keep', 'remove'].includes(s.emptyMessages)) throw new peer.BadArgs('emptyMessages must be keep or remove');
-  if (s.threshold !== null && !(typeof s.threshold === 'number' && s.threshold >= 0)) throw new peer.BadArgs('threshold must be a non-negative number or null');
+  if (!(typeof s.threshold === 'number' && s.threshold >= 0)) throw new peer.BadArgs('threshold must be a non-negative number');
 }
 
 class AiSession {
@@ -100,7 +100,7 @@ class AiSession {
   answerOpen() {
     const t = this.settings.threshold;
     const trigger = !this.settings.compaction ? null
-      : { kind: 'tokens', value: t === null ? 0 : t, counter: 'runtime', reaches: false };
+      : { kind: 'tokens', value: t, counter: 'runtime', reaches: false };
     return { settings: this.settings, trigger };
   }
 
@@ -113,7 +113,7 @@ class AiSession {
   prepareStep(steps, cause) {
     const t = this.settings.threshold;
     if (!this.settings.compaction) return;
-    if (cause !== 'direct' && t !== null && !(estimateTokens(this.messages) > t)) return;
+    if (cause !== 'direct' && !(estimateTokens(this.messages) > t)) return;
     const before = this.messages;
     const after = this.prune(before);
     if (JSON.stringify(after) === JSON.stringify(before)) return;
