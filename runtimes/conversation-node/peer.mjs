@@ -20,8 +20,8 @@ export class BadArgs extends Error {}
 export function pyDumps(value) {
   if (value === null || value === undefined) return 'null';
   if (typeof value === 'string') {
-    return JSON.stringify(value).replace(/[\u007f-\uffff]/g,
-      (c) => (c === '\u007f' ? c : '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')));
+    // Python escapes every character outside ' '..'~' (DEL and non-ASCII as UTF-16 units, lowercase hex)
+    return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
   }
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) return value > 0 ? 'Infinity' : value < 0 ? '-Infinity' : 'NaN';
