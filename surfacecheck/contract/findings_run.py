@@ -26,6 +26,9 @@ def environment(spec: str) -> Path | None:
     """The virtual environment a Python conversation runtime runs in (where its quotes are checked), or None."""
     from surfacecheck.runtime.conversation.pyenv import RUNTIMES
 
+    from surfacecheck.runtime.conversation import node
+    if base(spec) in node.SCRIPTS:  # the Node runtimes: their node_modules in the cache
+        return node.entry() / "node_modules"
     runtime = RUNTIMES.get(base(spec))
     return runtime.entry() if runtime is not None else None
 

@@ -40,13 +40,25 @@ REFERENCE = {
     "keep_tokens": st.integers(50, 1500),
 }
 
+GEMINI = {
+    # a fraction of tokenLimit(model) (1 048 576 for every Gemini model): 0.0002..0.002 is ~210..2100 tokens
+    "compressionThreshold": st.sampled_from((0.0002, 0.0004, 0.0008, 0.0015)),
+}
+AI = {
+    "toolCalls": st.sampled_from(("all", "before-last-message", "before-last-2-messages", "before-last-4-messages")),
+    "emptyMessages": st.sampled_from(("keep", "remove")),
+    "threshold": st.integers(0, 1500),
+}
+
 TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE}
+TABLES.update({"gemini": GEMINI, "ai": AI})
 SMALL: dict[str, list[dict]] = {
     "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
     + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
     "strands": [{"preserve_recent_messages": k} for k in (1, 2, 3, 5)] + [{"window_size": 4}],
     "reference": [{"keep_tokens": 50}],
 }
+SMALL.update({"gemini": [{"compressionThreshold": 0.0002}], "ai": [{"toolCalls": "before-last-message", "threshold": 0}]})
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
 keeps 20 messages) often breaks the same promise on a short one when less is kept."""
 EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}

@@ -34,6 +34,14 @@ def _open_python(spec: str, timeout: float) -> Runtime:
     return importlib.import_module("surfacecheck.runtime.conversation.pyenv").open_python_runtime(spec, timeout)
 
 
+def _node_problem(spec: str) -> str | None:
+    return importlib.import_module("surfacecheck.runtime.conversation.node").spec_problem(spec)
+
+
+def _open_node(spec: str, timeout: float) -> Runtime:
+    return importlib.import_module("surfacecheck.runtime.conversation.node").open_node_runtime(spec, timeout)
+
+
 def _cmd_problem(spec: str) -> str | None:
     return None if spec[4:].strip() else "runtime 'cmd:' needs a command after the colon, e.g. cmd:./my-runtime"
 
@@ -75,6 +83,10 @@ ENTRIES: tuple[Entry, ...] = (
           "in its own environment (conversation level)"),
     Entry("strands", _open_python, (CONVERSATION,), "Strands Agents 1.62.0's conversation managers and Agent loop, "
           "in its own environment (conversation level)"),
+    Entry("gemini", _open_node, (CONVERSATION,), "gemini-cli-core 0.61.0's ChatCompressionService under a GeminiChat-like "
+          "loop, through the Node adapter (conversation level)", problem=_node_problem),
+    Entry("ai", _open_node, (CONVERSATION,), "the Vercel AI SDK 7.0.173's pruneMessages before every model call, through the "
+          "Node adapter (conversation level)", problem=_node_problem),
     Entry("reference", _import("surfacecheck.runtime.conversation.reference", "ReferenceRuntime"), (CONVERSATION,),
           "the reference conversation runtime that keeps every promise of the compaction contract (in process)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",
