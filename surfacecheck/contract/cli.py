@@ -100,12 +100,28 @@ def main(args) -> int:
     return result.exit_code
 
 
+def status(result, promise: str) -> str:
+    """``broken`` (a witness), ``n/a`` (the runtime has nothing the promise judges), ``unexercised`` (no session
+    met what the promise judges, :mod:`.premises`: no claim either way), else ``held``."""
+    from surfacecheck.runtime.registry import not_applicable
+
+    from .premises import PREMISES
+
+    if promise in result.found:
+        return "broken"
+    if promise in not_applicable(result.runtime):
+        return "n/a"
+    judged = promise not in PREMISES or result.exercised.get(promise, 0) > 0  # no premise: every session judges it
+    return "held" if judged else "unexercised"
+
+
 def _rows(result, paths: dict) -> list[dict]:
     order = list(result.promises) + [p for p in result.found if p not in result.promises]
     rows = []
     for promise in order:
         found = result.found.get(promise)
-        row = {"promise": promise, "status": "broken" if found else "held", "trace": None}
+        row = {"promise": promise, "status": status(result, promise), "trace": None,
+               "exercised": result.exercised.get(promise, 0)}
         if found:
             row.update(trace=str(paths[promise]), steps=len(found.steps), messages=found.messages,
                        step=found.breach.step, message=found.breach.message)
@@ -118,12 +134,12 @@ def text(result, paths: dict) -> str:
     rows = _rows(result, paths)
     width = max([len("promise")] + [len(r["promise"]) for r in rows])
     lines = [f"contract: runtime {result.runtime}, provider {result.provider}, seed {result.seed}",
-             f"{'promise'.ljust(width)}  verdict  witness"]
+             f"{'promise'.ljust(width)}  verdict      witness"]
     for r in rows:
         witness = f"{r['trace']} ({r['steps']} steps, {r['messages']} messages)" if r["trace"] else ""
-        lines.append(f"{r['promise'].ljust(width)}  {r['status'].ljust(7)}  {witness}".rstrip())
+        lines.append(f"{r['promise'].ljust(width)}  {r['status'].ljust(11)}  {witness}".rstrip())
         if r["trace"]:
-            lines.append(f"{''.ljust(width)}           step {r['step']}: {r['message']}")
+            lines.append(f"{''.ljust(width)}               step {r['step']}: {r['message']}")
     lines.append(f"{result.examples} examples ({result.steps} steps) in {result.rounds} rounds, "
                  f"{result.seconds:.1f} s" + (", budget spent" if result.out_of_time else ""))
     refused = {k: v for k, v in result.refusals.items() if k != "first"}

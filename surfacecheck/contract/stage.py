@@ -12,7 +12,7 @@ from ..core.cases import Outcome, TestCase
 from ..core.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
 from ..runtime.registry import base
 from . import registry
-from .cli import text as search_text
+from .cli import status as promise_status, text as search_text
 
 CHECK_BUDGET = 150.0
 CLASSNAME = "surfacecheck.contract"
@@ -31,7 +31,7 @@ def stage(ctx: CheckContext) -> StageResult:
     for p in promises.PROMISES:
         found = result.found.get(p.id)
         finding = registry.match(findings, base(ctx.runtime), p.id) if found else None
-        row = {"promise": p.id, "meaning": p.meaning, "verdict": "broken" if found else "held",
+        row = {"promise": p.id, "meaning": p.meaning, "verdict": promise_status(result, p.id),
                "finding": finding.id if finding else None, "class": finding.klass if finding else None,
                "issue": finding.issue if finding else None, "new": bool(found and finding is None)}
         if found:
@@ -46,7 +46,7 @@ def stage(ctx: CheckContext) -> StageResult:
                               type="new-finding", text=f"witness: {paths[p.id]}")
         elif found and ctx.strict:
             failure = Outcome(message=f"known {finding.klass} {finding.id}: {finding.reason}", type="known-finding")
-        cases.append(TestCase(name=f"{'broken' if found else 'held'} {p.id}", classname=CLASSNAME, failure=failure,
+        cases.append(TestCase(name=f"{row['verdict']} {p.id}", classname=CLASSNAME, failure=failure,
                               properties={"finding": row["finding"] or ("NEW" if found else "")}))
     summary = {**result.to_json(), "promises": rows, "new": new, "known": known, "budget": CHECK_BUDGET}
     lines = [search_text(result, paths)]

@@ -69,6 +69,12 @@ class Entry:
         return spec == self.name if self.prefix is None else spec.startswith(self.prefix)
 
 
+NO_SUMMARIZER = tuple((promise, "pruneMessages has no summarizer: it drops reasoning, tool calls and empty messages, "
+                                 "and writes no summary") for promise in (
+    "contract-summary-covers-removed", "contract-summarizer-used", "contract-summarizer-input-fits",
+    "contract-summary-not-nested"))
+"""The promises about summaries, which a runtime that only prunes cannot be asked."""
+
 ENTRIES: tuple[Entry, ...] = (
     Entry("embedded", _import("surfacecheck.runtime.embedded", "EmbeddedRuntime"), LEVELS,
           "the independent embedded runtime (in process)", coverage="coverage.py", mutation="mutmut",
@@ -86,7 +92,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("gemini", _open_node, (CONVERSATION,), "gemini-cli-core 0.61.0's ChatCompressionService under a GeminiChat-like "
           "loop, through the Node adapter (conversation level)", problem=_node_problem),
     Entry("ai", _open_node, (CONVERSATION,), "the Vercel AI SDK 7.0.173's pruneMessages before every model call, through the "
-          "Node adapter (conversation level)", problem=_node_problem),
+          "Node adapter (conversation level)", problem=_node_problem, not_applicable=NO_SUMMARIZER),
     Entry("reference", _import("surfacecheck.runtime.conversation.reference", "ReferenceRuntime"), (CONVERSATION,),
           "the reference conversation runtime that keeps every promise of the compaction contract (in process)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",
