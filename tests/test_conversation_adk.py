@@ -8,8 +8,10 @@ from dataclasses import replace
 import pytest
 
 from surfacecheck.contract import registry
-from surfacecheck.contract.replay import read_contract_trace, replay
+from surfacecheck.contract.driver import Driver
+from surfacecheck.contract.replay import judge_for, read_contract_trace
 from surfacecheck.core.protocol import ProtocolError
+from surfacecheck.runtime.conversation.reference import ReferenceRuntime
 from surfacecheck.runtime.registry import open_spec
 
 SYSTEM = "You are terse."
@@ -124,9 +126,20 @@ def on_reference(trace):
     return replace(trace, steps=steps, provider="gemini")
 
 
+def breaches(runtime, spec, trace):
+    """The witness's promise judged on a session of ``trace`` driven on an open ``runtime``."""
+    driver = Driver(runtime, spec, trace.provider or "gemini")
+    driver.open(trace.steps[0].args)
+    for step in trace.steps[1:]:
+        driver.run(step.op, step.args)
+        assert driver.halted is None, driver.halted
+    return list(judge_for(trace.property)(driver.session))
+
+
 @pytest.mark.parametrize("finding", ADK_FINDINGS, ids=[f.id for f in ADK_FINDINGS])
-def test_each_registered_witness_breaks_on_adk_and_holds_on_the_reference(finding):
+def test_each_registered_witness_breaks_on_adk_and_holds_on_the_reference(rt, finding):
     trace = read_contract_trace(finding.trace_path)
-    assert replay(trace, "adk").breach is not None
-    held = replay(on_reference(trace), "reference")
-    assert held.breach is None and held.refused is None, held.describe()
+    assert trace.property == finding.promise
+    assert any(b.promise == finding.promise for b in breaches(rt, "adk", trace))
+    reference = ReferenceRuntime()
+    assert not [b for b in breaches(reference, "reference", on_reference(trace)) if b.promise == finding.promise]
