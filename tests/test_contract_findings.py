@@ -24,7 +24,12 @@ def surfacecheck(*args: str, timeout: float = 600) -> subprocess.CompletedProces
 
 
 def test_every_registered_finding_names_a_promise_a_class_and_an_existing_witness():
-    assert {f.runtime for f in FINDINGS} == {"langchain", "strands", "gemini", "ai"}
+    from surfacecheck.runtime.registry import entry
+
+    runtimes = {f.runtime for f in FINDINGS}
+    assert {"langchain", "strands"} <= runtimes and all(entry(r) is not None for r in runtimes)
+    for runtime in runtimes:  # each runtime's findings are written up for a reader
+        assert (Path(__file__).resolve().parents[1] / "docs" / f"findings-{runtime}.md").is_file(), runtime
     for f in FINDINGS:
         assert f.promise in PROMISE_IDS and f.klass in registry.CLASSES
         assert f.trace_path.is_file(), f.id

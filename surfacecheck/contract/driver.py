@@ -17,8 +17,8 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 
 from .session import Exchange, Session
 
-DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic"}
-DEFAULT_PROVIDERS.update({"gemini": "gemini", "ai": "openai"})
+DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic", "gemini": "gemini",
+                     "ai": "openai", "adk": "gemini"}
 FALLBACK_PROVIDER = "anthropic"
 
 

@@ -50,8 +50,20 @@ AI = {
     "threshold": st.integers(0, 1500),
 }
 
-TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE}
-TABLES.update({"gemini": GEMINI, "ai": AI})
+ADK = {
+    "compaction_interval": st.integers(1, 4),
+    "overlap_size": st.integers(0, 2),
+}
+ADK_TOKENS = st.fixed_dictionaries({
+    "token_threshold": st.integers(200, 2500),
+    "event_retention_size": st.integers(0, 8),
+}, optional={"compaction_interval": st.none(), "overlap_size": st.none()}).filter(
+    lambda d: ("compaction_interval" in d) == ("overlap_size" in d))
+"""ADK refuses either pair of EventsCompactionConfig set alone: the token pair is drawn together, with or without the
+sliding window (both nulled: token threshold only)."""
+
+TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE, "gemini": GEMINI,
+                            "ai": AI, "adk": ADK}
 SMALL: dict[str, list[dict]] = {
     "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
     + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
@@ -61,7 +73,10 @@ SMALL: dict[str, list[dict]] = {
 SMALL.update({"gemini": [{"compressionThreshold": 0.0002}], "ai": [{"toolCalls": "before-last-message", "threshold": 0}]})
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
 keeps 20 messages) often breaks the same promise on a short one when less is kept."""
+SMALL["adk"] = [{"token_threshold": 200, "event_retention_size": k} for k in (0, 1, 2, 3)] + [
+    {"compaction_interval": 1, "overlap_size": 0}]
 EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
+EXTRA["adk"] = [ADK_TOKENS]
 """Settings drawn together (keys that only make sense as a pair)."""
 
 

@@ -93,6 +93,8 @@ ENTRIES: tuple[Entry, ...] = (
           "loop, through the Node adapter (conversation level)", problem=_node_problem),
     Entry("ai", _open_node, (CONVERSATION,), "the Vercel AI SDK 7.0.173's pruneMessages before every model call, through the "
           "Node adapter (conversation level)", problem=_node_problem, not_applicable=NO_SUMMARIZER),
+    Entry("adk", _open_python, (CONVERSATION,), "Google ADK 2.13.0's events compaction inside its Runner, "
+          "in its own environment (conversation level)"),
     Entry("reference", _import("surfacecheck.runtime.conversation.reference", "ReferenceRuntime"), (CONVERSATION,),
           "the reference conversation runtime that keeps every promise of the compaction contract (in process)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",
