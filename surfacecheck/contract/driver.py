@@ -18,6 +18,7 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 from .session import Exchange, Session
 
 DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic"}
+DEFAULT_PROVIDERS["deepagents"] = "anthropic"  # create_deep_agent's default model is Anthropic's claude-sonnet-4-6
 FALLBACK_PROVIDER = "anthropic"
 
 

@@ -74,6 +74,8 @@ ENTRIES: tuple[Entry, ...] = (
           "in its own environment (conversation level)"),
     Entry("strands", _open_python, (CONVERSATION,), "Strands Agents 1.62.0's conversation managers and Agent loop, "
           "in its own environment (conversation level)"),
+    Entry("deepagents", _open_python, (CONVERSATION,), "deepagents 0.7.32's SummarizationMiddleware and "
+          "create_deep_agent loop on one checkpointed thread, in its own environment (conversation level)"),
     Entry("reference", _import("surfacecheck.runtime.conversation.reference", "ReferenceRuntime"), (CONVERSATION,),
           "the reference conversation runtime that keeps every promise of the compaction contract (in process)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",

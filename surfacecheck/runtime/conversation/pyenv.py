@@ -55,6 +55,7 @@ class PythonRuntime:
 RUNTIMES: dict[str, PythonRuntime] = {
     "langchain": PythonRuntime("langchain", "langchain", "1.5.0"),
     "strands": PythonRuntime("strands", "strands-agents", "1.62.0"),
+    "deepagents": PythonRuntime("deepagents", "deepagents", "0.7.32"),
 }
 
 
