@@ -30,9 +30,7 @@ from deepagents.backends import StateBackend
 from deepagents.middleware import summarization as da_summarization
 from deepagents.middleware.summarization import (
     SUMMARIZATION_EVENT_KEY,
-    SUMMARIZATION_SESSION_ID_KEY,
     SummarizationMiddleware,
-    SummarizationToolMiddleware,
 )
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.exceptions import ContextOverflowError
@@ -42,7 +40,6 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError
-from langgraph.prebuilt.tool_node import ToolRuntime
 
 PROVIDER = "scripted"
 """The agent model's ``response_metadata["model_provider"]`` and both models' LangSmith ``ls_provider`` (LangChain's
@@ -246,9 +243,13 @@ def da_truncate(value: Any) -> dict | None:
 
 def protocol_trigger(mw: SummarizationMiddleware | None, max_input: int | None) -> dict | None:
     """The first clause deepagents checks, its ``tokens`` entry before ``messages`` before ``fraction``; a fraction
-    is shown as the tokens it stands for. The count is deepagents' (system prompt and tool schemas included)."""
-    if mw is None or not mw._lc_helper._trigger_clauses:  # noqa: SLF001
+    is shown as the tokens it stands for. The count is deepagents' (system prompt and tool schemas included).
+    Without a trigger deepagents still summarizes when the model raises a context-overflow error: kind
+    ``overflow``."""
+    if mw is None:
         return None
+    if not mw._lc_helper._trigger_clauses:  # noqa: SLF001
+        return {"kind": "overflow", "value": None, "counter": "runtime"}
     clause = mw._lc_helper._trigger_clauses[0]  # noqa: SLF001
     if "tokens" in clause:
         return {"kind": "tokens", "value": int(clause["tokens"]), "counter": "runtime", "reaches": True}
@@ -398,34 +399,12 @@ class DeepAgentsSession(peer.Session):
         return self._answer()
 
     def compact(self, args: dict) -> dict:
-        """deepagents' manual compaction: ``SummarizationToolMiddleware``'s ``compact_conversation`` tool run on the
-        thread's state; its state update (the new ``_summarization_event``) is committed to the thread. The tool's
-        confirmation ``ToolMessage`` answers a model's tool call; a direct call has none, so it is not appended."""
-        self._begin(args, ("summaries", "summarizer_window"))
-        if self.mw is None:
-            return self._answer()
-        if not self.seeded:
-            self.agent.update_state(self.config, {"messages": list(self.initial)})
-            self.seeded = True
-        state = self.state()
-        before = self.view(state)
-        compact_tool = SummarizationToolMiddleware(self.mw).tools[0]
-        runtime = ToolRuntime(state=state, context=None, config=self.config, stream_writer=lambda _: None,
-                              tool_call_id="compact", store=None)
-        try:
-            command = compact_tool.func(runtime)
-        except Exception as exc:  # noqa: BLE001
-            self._error(exc)
-            return self._answer()
-        update = {k: v for k, v in (command.update or {}).items() if k != "messages"}
-        if SUMMARIZATION_EVENT_KEY in update:
-            self.agent.update_state(self.config, update)
-            after = self.view()
-            self.steps.append({"kind": "compaction", "before": [to_neutral(m) for m in before],
-                               "after": [to_neutral(m) for m in after], "cause": "direct",
-                               "count_before": self.count(before, self.last_request),
-                               "count_after": self.count(after, self.last_request)})
-        return self._answer()
+        """Not available: deepagents 0.7.32 has no direct compaction entry. Its manual compaction is
+        ``SummarizationToolMiddleware``'s ``compact_conversation`` tool, which runs only as a tool call inside a graph
+        run (a model's call, or a client that injects one): its ``StateBackend`` offload refuses to run outside a
+        graph, and the summarization event it writes is private state that ``update_state`` does not take."""
+        raise peer.BadArgs("deepagents has no direct compaction: its manual compaction is the compact_conversation "
+                           "tool (SummarizationToolMiddleware), which runs only as a tool call inside a graph run")
 
 
 SESSION: list[DeepAgentsSession] = []
