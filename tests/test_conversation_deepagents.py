@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from surfacecheck.contract import registry as findings_registry
-from surfacecheck.contract.promises import PROMISES
+from surfacecheck.contract.promises import PROMISES, judge
+from surfacecheck.contract.record import record
+from surfacecheck.contract.replay import read_contract_trace
 from surfacecheck.core.protocol import ProtocolError
 from surfacecheck.runtime.registry import open_spec
 
@@ -60,7 +62,7 @@ def test_a_turn_summarizes_and_the_history_is_what_the_next_call_sees(rt):
     rt.call("open", {"settings": {"trigger": ["messages", 6], "keep": ["messages", 2]}, "system": SYSTEM})
     answer = rt.call("turn", {"user": "go", "replies": [call("c1"), call("c2"), call("c3"), {"text": "ok"}],
                               "summaries": [{"text": "the gist"}]})
-    assert kinds(answer) == ["request", "request", "request", "summarizer", "compaction", "request", "request"]
+    assert kinds(answer) == ["request", "request", "request", "summarizer", "compaction", "request"]
     first, compaction, after = answer["steps"][0], answer["steps"][4], answer["steps"][5]
     assert first["system"] == SYSTEM and first["tokens"] > 1000  # deepagents counts its tool schemas too
     assert compaction["cause"] == "size" and compaction["count_after"] < compaction["count_before"]
@@ -108,11 +110,27 @@ DEEPAGENTS_FINDINGS = findings_registry.for_runtime(
 
 
 @pytest.mark.parametrize("finding", DEEPAGENTS_FINDINGS, ids=lambda f: f.id)
-def test_each_registered_witness_breaks_on_deepagents_and_holds_on_reference(finding):
-    from surfacecheck.contract.replay import read_contract_trace, replay
-
+def test_each_registered_witness_breaks_on_deepagents_and_holds_on_reference(rt, finding):
+    """The witness's script (open's history, every turn with its scripted replies, summaries and windows) breaks
+    its promise on deepagents (the module's peer, as ``surfacecheck replay`` drives it) and keeps it on the
+    reference runtime under the reference's own settings."""
     trace = read_contract_trace(finding.trace_path)
-    broken = replay(trace, runtime="deepagents")
-    assert broken.exit_code == 1 and finding.promise in broken.broken
-    held = replay(trace, runtime="reference")
-    assert held.exit_code == 0
+    script = [(step.op, step.args) for step in trace.steps[1:]]
+    provider = trace.provider or "anthropic"
+    broken = [b.promise for b in judge(record(rt, trace.steps[0].args, script, provider))]
+    assert finding.promise in broken
+    reference = open_spec("reference", 30)
+    try:
+        session = record(reference, {**trace.steps[0].args, "settings": {}}, script, provider)
+    finally:
+        reference.close()
+    assert [b for b in judge(session) if b.promise == finding.promise] == []
+
+
+def test_compaction_off_takes_the_default_summarization_slot_and_lets_the_overflow_through(rt):
+    history = [{"role": "user", "text": "q1"}, {"role": "assistant", "text": "a1 " + "x" * 400}]
+    rt.call("open", {"settings": {"compaction": False}, "history": history})
+    answer = rt.call("turn", {"user": "now", "overflow_above": 60})
+    assert kinds(answer) == ["request", "error"]
+    assert answer["steps"][1]["type"] == "ContextOverflowError" and answer["steps"][1]["typed"] is True
+    assert plain(answer["history"]) == plain(history + [{"role": "user", "text": "now"}])
