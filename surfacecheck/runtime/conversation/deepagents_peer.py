@@ -13,8 +13,9 @@ Settings (deepagents' own words): ``trigger``, ``keep``, ``trim_tokens_to_summar
 ``truncate_args_settings`` are ``SummarizationMiddleware``'s arguments (JSON lists for its tuples);
 ``max_input_tokens`` is both models' profile entry (needed by ``"fraction"``, and deepagents' input budget).
 Defaults are read from the installed ``__init__`` signature; ``summary_prompt`` null is deepagents' default prompt.
-``compaction: false`` excludes the middleware (``SummarizationMiddleware`` in the harness profile's exclusions is
-not reachable without a profile, so the adapter passes a no-op middleware of the same name in its place).
+``compaction: false`` puts a no-op middleware of the same name in the default one's slot (``create_deep_agent``
+always adds a ``SummarizationMiddleware`` of its own otherwise). ``compact`` is ``bad-args``: deepagents has no
+direct compaction entry (see :meth:`DeepAgentsSession.compact`).
 """
 from __future__ import annotations
 
@@ -35,7 +36,13 @@ from deepagents.middleware.summarization import (
 from langchain.agents.middleware.types import AgentMiddleware
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -132,7 +139,7 @@ class ScriptedModel(BaseChatModel):
         params["ls_provider"] = PROVIDER
         return params
 
-    def bind_tools(self, tools, **kwargs):  # noqa: ARG002 - the script decides the calls
+    def bind_tools(self, tools, **kwargs):
         return self
 
     def with_retry(self, **kwargs):
@@ -248,9 +255,9 @@ def protocol_trigger(mw: SummarizationMiddleware | None, max_input: int | None) 
     ``overflow``."""
     if mw is None:
         return None
-    if not mw._lc_helper._trigger_clauses:  # noqa: SLF001
+    if not mw._lc_helper._trigger_clauses:
         return {"kind": "overflow", "value": None, "counter": "runtime"}
-    clause = mw._lc_helper._trigger_clauses[0]  # noqa: SLF001
+    clause = mw._lc_helper._trigger_clauses[0]
     if "tokens" in clause:
         return {"kind": "tokens", "value": int(clause["tokens"]), "counter": "runtime", "reaches": True}
     if "messages" in clause:
@@ -328,7 +335,7 @@ class DeepAgentsSession(peer.Session):
     def count(self, messages: list[BaseMessage], request) -> int | None:
         if self.mw is None or request is None:
             return None
-        return self.mw._count_tokens(messages, request.system_message, request.tools)  # noqa: SLF001
+        return self.mw._count_tokens(messages, request.system_message, request.tools)
 
     def last_cause(self) -> str:
         request = next((s for s in reversed(self.steps) if s["kind"] in ("request", "compaction")), None)
@@ -454,12 +461,12 @@ def bench(args: dict) -> dict:
             history.append(message(n + r))
             timed = request.override(messages=history)
             start = time.perf_counter()
-            effective = mw._get_effective_messages(timed)  # noqa: SLF001 - exactly what wrap_model_call runs
-            total = mw._count_tokens(effective, timed.system_message, timed.tools)  # noqa: SLF001
-            truncated, modified = mw._truncate_args(effective, total)  # noqa: SLF001
+            effective = mw._get_effective_messages(timed)
+            total = mw._count_tokens(effective, timed.system_message, timed.tools)
+            truncated, modified = mw._truncate_args(effective, total)
             if modified:
-                total = mw._count_tokens(truncated, timed.system_message, timed.tools)  # noqa: SLF001
-            mw._should_summarize(truncated, total) or mw._over_budget(timed, total)  # noqa: SLF001
+                total = mw._count_tokens(truncated, timed.system_message, timed.tools)
+            mw._should_summarize(truncated, total) or mw._over_budget(timed, total)
             spent += time.perf_counter() - start
         points.append({"messages": n, "seconds_per_append": spent / repeats})
     return {"points": points}
