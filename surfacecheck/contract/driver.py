@@ -18,7 +18,9 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 from .session import Exchange, Session
 
 DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic", "gemini": "gemini",
-                     "ai": "openai", "adk": "gemini"}
+                     "ai": "openai", "adk": "gemini",
+                     "deepagents": "anthropic"}  # create_deep_agent's default model is Anthropic's
+
 FALLBACK_PROVIDER = "anthropic"
 
 

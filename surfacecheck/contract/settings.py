@@ -35,6 +35,20 @@ STRANDS = {
     "should_truncate_results": st.booleans(),
 }
 
+DEEPAGENTS = {
+    "trigger": st.one_of(st.tuples(st.just("tokens"), st.integers(2800, 6000)).map(list),
+                         st.tuples(st.just("messages"), st.integers(3, 20)).map(list)),
+    "keep": st.one_of(st.tuples(st.just("messages"), st.integers(1, 12)).map(list),
+                      st.tuples(st.just("tokens"), st.integers(50, 1500)).map(list)),
+    "trim_tokens_to_summarize": st.one_of(st.none(), st.integers(100, 4000)),
+}
+"""deepagents counts the system prompt and every tool schema it sends (about 2,700 tokens for its own file tools and
+``fetch``), so a token trigger below that fires on every model call."""
+DEEPAGENTS_FRACTION = st.fixed_dictionaries({
+    "trigger": st.tuples(st.just("fraction"), st.sampled_from((0.5, 0.85))).map(list),
+    "max_input_tokens": st.integers(4000, 8000),
+})
+
 REFERENCE = {
     "trigger_tokens": st.integers(200, 2500),
     "keep_tokens": st.integers(50, 1500),
@@ -63,7 +77,8 @@ ADK_TOKENS = st.fixed_dictionaries({
 sliding window (both nulled: token threshold only)."""
 
 TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE, "gemini": GEMINI,
-                            "ai": AI, "adk": ADK}
+                            "ai": AI, "adk": ADK,
+                            "deepagents": DEEPAGENTS}
 SMALL: dict[str, list[dict]] = {
     "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
     + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
@@ -71,12 +86,15 @@ SMALL: dict[str, list[dict]] = {
     "reference": [{"keep_tokens": 50}],
 }
 SMALL.update({"gemini": [{"compressionThreshold": 0.0002}], "ai": [{"toolCalls": "before-last-message", "threshold": 0}]})
+SMALL["deepagents"] = ([{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
+                       + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)])
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
 keeps 20 messages) often breaks the same promise on a short one when less is kept."""
 SMALL["adk"] = [{"token_threshold": 200, "event_retention_size": k} for k in (0, 1, 2, 3)] + [
     {"compaction_interval": 1, "overlap_size": 0}]
 EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
 EXTRA["adk"] = [ADK_TOKENS]
+EXTRA["deepagents"] = [DEEPAGENTS_FRACTION]
 """Settings drawn together (keys that only make sense as a pair)."""
 
 

@@ -95,6 +95,8 @@ ENTRIES: tuple[Entry, ...] = (
           "Node adapter (conversation level)", problem=_node_problem, not_applicable=NO_SUMMARIZER),
     Entry("adk", _open_python, (CONVERSATION,), "Google ADK 2.13.0's events compaction inside its Runner, "
           "in its own environment (conversation level)"),
+    Entry("deepagents", _open_python, (CONVERSATION,), "deepagents 0.7.32's SummarizationMiddleware and "
+          "create_deep_agent loop on one checkpointed thread, in its own environment (conversation level)"),
     Entry("reference", _import("surfacecheck.runtime.conversation.reference", "ReferenceRuntime"), (CONVERSATION,),
           "the reference conversation runtime that keeps every promise of the compaction contract (in process)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",

@@ -56,6 +56,7 @@ RUNTIMES: dict[str, PythonRuntime] = {
     "langchain": PythonRuntime("langchain", "langchain", "1.5.0"),
     "strands": PythonRuntime("strands", "strands-agents", "1.62.0"),
     "adk": PythonRuntime("adk", "google-adk", "2.13.0"),
+    "deepagents": PythonRuntime("deepagents", "deepagents", "0.7.32"),
 }
 
 
