@@ -18,6 +18,7 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 from .session import Exchange, Session
 
 DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic"}
+DEFAULT_PROVIDERS.update(dsh="openai", embedded="openai")  # DeepSeek's API (dsh's route) speaks OpenAI's chat format
 FALLBACK_PROVIDER = "anthropic"
 
 

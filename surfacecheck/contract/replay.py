@@ -15,7 +15,7 @@ from typing import Callable
 from surfacecheck.core.protocol import ProtocolError, RuntimeUnavailable
 from surfacecheck.core.trace import Trace
 from surfacecheck.properties.trace_check import read_valid_trace
-from surfacecheck.runtime import registry
+from surfacecheck.runtime.conversation.bridge import open_conversation
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 from .driver import Driver, default_provider
@@ -107,7 +107,7 @@ def replay(trace: Trace, spec: str | None = None, *, timeout: float = DEFAULT_TI
     judge = judge or judge_for(trace.property)
     outcome = ContractReplay(spec, provider, trace.property, 0, len(trace.steps))
     try:
-        runtime = registry.open_spec(spec, timeout)
+        runtime = open_conversation(spec, timeout)
     except RuntimeUnavailable as exc:
         outcome.unavailable, outcome.stderr = f"{exc.kind}: {exc}", exc.stderr
         return outcome

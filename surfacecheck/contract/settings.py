@@ -40,16 +40,31 @@ REFERENCE = {
     "keep_tokens": st.integers(50, 1500),
 }
 
+DSH = {  # dsh's own config names (spec 9.1, 6); the same table for the model that reproduces it
+    "contextWindow": st.integers(400, 4000),
+    "thresholdRatio": st.sampled_from((0.3, 0.5, 0.8, 1.0)),
+    "retainTokens": st.integers(0, 600),
+    "compactionRetries": st.integers(0, 2),
+    "maxOverflowRetries": st.integers(0, 2),
+    "toolResultPruner": st.one_of(st.none(), st.just({"thresholdChars": 1200, "headChars": 300, "tailChars": 200})),
+}
+DSH_WINDOW = st.fixed_dictionaries({"contextWindow": st.integers(400, 3000)})
+"""dsh's default window (128 000, spec 10.4) never fills in a short session: drawn small often, alone."""
+
 TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE}
+TABLES.update(dsh=DSH, embedded=DSH)
 SMALL: dict[str, list[dict]] = {
     "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
     + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
     "strands": [{"preserve_recent_messages": k} for k in (1, 2, 3, 5)] + [{"window_size": 4}],
     "reference": [{"keep_tokens": 50}],
 }
+SMALL.update({name: [{"contextWindow": w, "retainTokens": r} for w in (600, 1000) for r in (0, 50)]
+              for name in ("dsh", "embedded")})
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
 keeps 20 messages) often breaks the same promise on a short one when less is kept."""
 EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
+EXTRA.update(dsh=[DSH_WINDOW], embedded=[DSH_WINDOW])
 """Settings drawn together (keys that only make sense as a pair)."""
 
 
