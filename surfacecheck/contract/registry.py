@@ -149,7 +149,12 @@ def installed_version(site: Path, distribution: str) -> str | None:
 
 
 def check_quote(evidence: dict, environment: Path | None) -> QuoteCheck:
-    """Is ``evidence['quote']`` in the installed file, at the version and line the entry says?"""
+    """Is ``evidence['quote']`` in the installed file, at the version and line the entry says? (An npm package,
+    ``@scope/name``, is dsh's: checked in its installed packages, :mod:`.npm_quotes`.)"""
+    from .npm_quotes import check_npm_quote, is_npm
+
+    if is_npm(evidence):
+        return check_npm_quote(evidence)
     where = f"{evidence['distribution']}=={evidence['version']} {evidence['file']}"
     site = site_packages(environment) if environment is not None and environment.is_dir() else None
     if site is None:

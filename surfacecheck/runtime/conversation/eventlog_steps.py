@@ -14,15 +14,12 @@ the shadowed price is the logged ``shadowedTokenCount``, the new node's is spec 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from surfacecheck.model.estimate import estimate_message
 from surfacecheck.model.surface import derive_event_message
 
 from . import eventlog_shapes as shapes
-
-if TYPE_CHECKING:
-    from .eventlog import EventLogConversation
 
 DEFAULTS = 8
 """Default scripts passed after the conversation's own (no op runs more than a few brackets: spec 9.2 step 11)."""
@@ -65,7 +62,8 @@ def outcome_of(item: dict) -> tuple[str, str | None]:
 class StepReader:
     """Runs ops on the bridge's runtime and appends their steps to ``steps``."""
 
-    def __init__(self, bridge: "EventLogConversation", steps: list[dict], feed: Feed):
+    def __init__(self, bridge: Any, steps: list[dict], feed: Feed):
+        """``bridge``: the :class:`.eventlog.EventLogConversation` whose runtime the ops run on."""
         self.bridge, self.steps, self.feed = bridge, steps, feed
 
     def run(self, op: str, args: dict, cause: str) -> dict:
