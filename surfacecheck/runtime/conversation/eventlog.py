@@ -43,7 +43,10 @@ class EventLogConversation:
         self.dirty = False  # an op wrote events not read back yet
         self.pending: list[tuple[str, dict]] = []  # appends queued, sent before the next other op
         self.auto = True
-        self._handlers = {"open": self._open, "turn": self._turn, "compact": self._compact}
+        self.opened: dict | None = None  # the session's open args
+        self.journal: list[tuple[str, dict, frozenset]] = []  # its exchanges, with their overflowing calls
+        self._handlers = {"open": self._open, "turn": lambda args: self._exchange("turn", args),
+                          "compact": lambda args: self._exchange("compact", args)}
 
     # -- the protocol ------------------------------------------------------------------------------------------
     def hello(self) -> dict[str, Any]:
@@ -142,7 +145,31 @@ class EventLogConversation:
             self._request_records()  # a session with a history has had requests: its header is logged
             self._history(history)
         self._sync()
+        self.opened, self.journal = args, []
         return {"settings": dict(settings), "trigger": self._trigger()}
+
+    def _exchange(self, op: str, args: dict) -> dict:
+        """One ``turn`` or ``compact``. dsh's summarizer has no window, so a summarizer call whose input turns out
+        to be above ``summarizer_window`` is made to overflow (a summarizer failure, spec 8.5) the way the scripted
+        summarizer raises (``peer.Summaries``): the session is run again from ``open`` (dsh is deterministic under
+        its scripts; this rebuilds its log and its in-memory overflow count alike) and the exchange re-run with that
+        call overflowing, until no call is above the window."""
+        self._session()
+        overflows: frozenset = frozenset()
+        while True:
+            feed = Feed(args.get("summaries"), args.get("summarizer_window"), overflows)
+            answer = self._turn(args, feed) if op == "turn" else self._compact(args, feed)
+            over = feed.over_window()
+            if over is None:
+                self.journal.append((op, args, overflows))
+                return answer
+            overflows |= {over}
+            journal, opened = self.journal, self.opened
+            self._open(opened)
+            for past_op, past_args, past_overflows in journal:
+                feed = Feed(past_args.get("summaries"), past_args.get("summarizer_window"), past_overflows)
+                self._turn(past_args, feed) if past_op == "turn" else self._compact(past_args, feed)
+            self.journal = journal
 
     def _trigger(self) -> dict | None:
         """Spec 9.2 step 8: pressure compacts once ``measure().totalTokens`` reaches ``thresholdTokens``
@@ -218,13 +245,11 @@ class EventLogConversation:
         if self.settings is None:
             raise BadArgs("open a session first")
 
-    def _turn(self, args: dict) -> dict:
-        self._session()
+    def _turn(self, args: dict, feed: Feed) -> dict:
         user = args.get("user")
         if not isinstance(user, str):
             raise BadArgs("turn needs a string user")
         steps: list[dict] = []
-        feed = Feed(args.get("summaries"))
         reader = StepReader(self, steps, feed)
         replies, overflow_above = Replies(args.get("replies")), args.get("overflow_above")
         prompt = shapes.user_data(user, self._id("user"))
@@ -310,11 +335,10 @@ class EventLogConversation:
         return calls
 
     # -- compact -----------------------------------------------------------------------------------------------
-    def _compact(self, args: dict) -> dict:
+    def _compact(self, args: dict, feed: Feed) -> dict:
         """``/compact`` (spec 11.1): ``compactNow`` with retain 0 on the idle agent."""
-        self._session()
         steps: list[dict] = []
-        reader = StepReader(self, steps, Feed(args.get("summaries")))
+        reader = StepReader(self, steps, feed)
         result = reader.run("manual_compact", {"args": ""}, "direct")
         if result.get("kind") == "error":
             steps.append({"kind": "error", "type": f"ManualCompactionError:{result.get('code')}",

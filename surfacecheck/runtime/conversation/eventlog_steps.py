@@ -2,15 +2,17 @@
 
 :class:`Feed` turns the conversation's summarizer script into dsh summary scripts (``docs/protocol.md`` § level
 ``compaction``): ``{"text"}`` and ``{"slow"}`` → outcome ``text`` with that text (dsh's summarizer has no clock
-here: a slow answer is not slowed down), ``{"fail"}`` → ``failure``, ``{"empty"}`` → ``empty``, and past its end
-``{"text": "summary #k"}``. Each ``compaction/start`` an op writes consumes the next script (spec 8.2 step 6).
+here: a slow answer is not slowed down), ``{"fail"}`` → ``failure``, ``{"empty"}`` → ``empty``, past its end
+``{"text": "summary #k"}``, and a call whose input is above ``summarizer_window`` → ``failure`` (the overflow
+error, which consumes no answer). Each ``compaction/start`` an op writes consumes the next script (spec 8.2 step
+6).
 
 :class:`StepReader` runs one op (``pre_step``, ``request_error``, ``manual_compact``) and reads back dsh's own
 units of rewriting (spec 6, 8): one pruning pass (its ``compaction/prune`` + ``tool/result`` replace pairs) is one
 ``compaction`` step; each bracket ``compaction/start`` … ``compaction/end`` is one ``summarizer`` step and, when
 its checkpoint landed, one ``compaction`` step. Counts are dsh's: ``measure().totalTokens`` before the op, then
-each rewrite's own delta (spec 4.3: a replacement changes the total by its node price minus the shadowed price;
-the shadowed price is the logged ``shadowedTokenCount``, the new node's is spec 4.1's ``estimateMessage``).
+each rewrite moves it by the new nodes' prices minus the shadowed nodes' (spec 4.2-4.3: a node's price is
+``estimateMessage`` of its derived message, the shadowed ones' sum is the logged ``shadowedTokenCount``).
 """
 from __future__ import annotations
 
@@ -28,30 +30,61 @@ NOT_REACHED = ("changed before summarization began",)
 
 
 class Feed:
-    """The turn's (or compaction's) summarizer script, consumed across the ops it spans."""
+    """The exchange's summarizer script, consumed across the ops it spans, one answer per summarizer call.
 
-    def __init__(self, items: list[dict] | None):
-        self.items, self.used = list(items or []), 0
+    ``overflows`` are the calls (numbered from 0 in the exchange) whose input is above the exchange's
+    ``summarizer_window``: such a call raises the overflow error and consumes no answer (``peer.Summaries``); dsh
+    sees a summarizer failure. The bridge learns them by running the exchange (see
+    :meth:`.eventlog.EventLogConversation._exchange`)."""
 
-    def item(self, k: int) -> dict:
-        """The ``k``-th summarizer answer of the exchange (from 0); past the script's end ``summary #k+1``."""
-        return self.items[k] if k < len(self.items) else {"text": f"summary #{k + 1}"}
+    def __init__(self, items: list[dict] | None, window: Any = None, overflows: frozenset = frozenset()):
+        self.items, self.overflows = list(items or []), overflows
+        self.window = window if isinstance(window, int) and not isinstance(window, bool) else None
+        self.calls = 0  # summarizer calls so far
+        self.used = 0  # answers consumed so far
+        self.steps: dict[int, dict] = {}  # call number -> its summarizer step
+
+    def _plan(self, count: int) -> list[tuple[int, dict | None]]:
+        """The next ``count`` calls: ``(call number, answer)``, the answer None for an overflowing call."""
+        plan, used = [], self.used
+        for k in range(self.calls, self.calls + count):
+            if k in self.overflows:
+                plan.append((k, None))
+                continue
+            plan.append((k, self.items[used] if used < len(self.items) else {"text": f"summary #{k + 1}"}))
+            used += 1
+        return plan
 
     def scripts(self) -> list[dict]:
-        """dsh summary scripts for the answers not used yet."""
+        """dsh summary scripts for the calls to come."""
         out = []
-        for k in range(self.used, max(len(self.items), self.used) + DEFAULTS):
-            item = self.item(k)
-            if "fail" in item:
+        for _, item in self._plan(max(len(self.items) - self.used, 0) + len(self.overflows) + DEFAULTS):
+            if item is None or "fail" in item:
                 out.append({"outcome": "failure"})
             elif item.get("empty"):
                 out.append({"outcome": "empty"})
             else:
-                out.append({"outcome": "text", "text": str(item.get("text", f"summary #{k + 1}"))})
+                out.append({"outcome": "text", "text": str(item.get("text", ""))})
         return out
 
+    def take(self) -> tuple[int, dict | None]:
+        """The next call: its number and answer (None: it overflows)."""
+        [(k, item)] = self._plan(1)
+        self.calls += 1
+        self.used += item is not None
+        return k, item
 
-def outcome_of(item: dict) -> tuple[str, str | None]:
+    def over_window(self) -> int | None:
+        """The first call whose recorded input is above the window and was not made to overflow, or None."""
+        if self.window is None:
+            return None
+        return next((k for k, step in sorted(self.steps.items())
+                     if k not in self.overflows and step["tokens"] > self.window), None)
+
+
+def outcome_of(item: dict | None) -> tuple[str, str | None]:
+    if item is None:
+        return "overflow", None
     if "fail" in item:
         return "fail", None
     if item.get("empty"):
@@ -92,8 +125,8 @@ class StepReader:
                 count = self._compaction(pass_from, nodes, cause, count)
                 pass_from = None
             if event.type == "compaction/start":
-                bracket = {"item": self.feed.item(self.feed.used), "nodes": nodes, "shadowed": None}
-                self.feed.used += 1
+                call, item = self.feed.take()
+                bracket = {"call": call, "item": item, "nodes": nodes, "shadowed": None}
             elif event.type == "compaction/summary" and bracket is not None:
                 bracket["shadowed"] = tuple(data.get("shadowedSeqs") or ())
             if event.is_surface_type:
@@ -137,8 +170,10 @@ class StepReader:
             shadowed = () if not found else tuple(nodes[nodes.index(found["start"]):nodes.index(found["end"]) + 1])
         prompt = shapes.summarizer_prompt(b.log_view(), shadowed)
         outcome, output = outcome_of(bracket["item"])
-        self.steps.append({"kind": "summarizer", "prompt": prompt, "tokens": shapes.prompt_tokens(prompt),
-                           "outcome": outcome, "output": output})
+        step = {"kind": "summarizer", "prompt": prompt, "tokens": shapes.prompt_tokens(prompt), "outcome": outcome,
+                "output": output}
+        self.steps.append(step)
+        self.feed.steps[bracket["call"]] = step
 
 
 def _price(log: list, seq: int) -> int:
