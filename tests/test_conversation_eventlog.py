@@ -31,6 +31,7 @@ SESSION = [
     ("compact", {"summaries": [{"text": "MANUAL"}]}),
     ("turn", {"user": "more", "overflow_above": 300, "summaries": [{"text": "S2"}],
               "replies": [{"calls": [{"id": "c3", "name": "fetch", "args": {"size": 1200, "tag": "t3"}}]}]}),
+    ("compact", {"summaries": [{"text": "S3"}], "summarizer_window": 60}),
 ]
 
 
@@ -73,6 +74,14 @@ def test_compact_failures_and_overflow_are_dsh_s_own(embedded):
     assert any(s["kind"] == "request" and s["overflow"] for s in last)
     assert last[-1] == {"kind": "error", "type": "CONTEXT_WINDOW_EXCEEDED", "typed": True,
                         "message": "request too large for model context (scripted provider)"}
+
+
+def test_a_summarizer_call_over_its_window_overflows_and_the_session_is_rebuilt_as_it_was(embedded):
+    before, windowed = embedded[4], embedded[5]
+    [summarizer, error] = windowed["steps"]
+    assert summarizer["outcome"] == "overflow" and summarizer["tokens"] > 60 and summarizer["output"] is None
+    assert error["type"] == "ManualCompactionError:summary"
+    assert windowed["history"] == before["history"]
 
 
 def test_dsh_and_the_model_answer_one_session_alike(embedded):

@@ -70,7 +70,12 @@ class EventLogConversation:
     def _op(self, op: str, args: dict | None = None) -> dict:
         """One op on the wrapped runtime, after the queued appends; an op that writes re-reads the log."""
         self._flush()
-        result = self.inner.call(op, args or {})
+        try:
+            result = self.inner.call(op, args or {})
+        except ProtocolError as exc:
+            if op == "configure":  # settings the runtime cannot even read
+                raise BadArgs(f"{self.name} refused the settings: {exc.message}") from None
+            raise BridgeError(f"{self.name} answered the bridge's {op} with {exc.type}: {exc.message}") from None
         if isinstance(result, dict) and "error" in result and op not in ("configure", "measure"):
             raise BridgeError(f"{self.name} refused the bridge's {op}: {result['error']}")
         if op == "reset":
@@ -96,6 +101,8 @@ class EventLogConversation:
         answers = many(batch) if many is not None else [self.inner.call(op, args) for op, args in batch]
         first = self.next_seq - len(batch)
         for k, answer in enumerate(answers):
+            if isinstance(answer, ProtocolError):
+                raise BridgeError(f"{self.name} answered the bridge's append with {answer.type}: {answer.message}")
             if isinstance(answer, Exception):
                 raise answer
             if "error" in answer or answer.get("seq") != first + k:
