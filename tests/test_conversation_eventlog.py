@@ -20,7 +20,8 @@ DSH = registry.for_runtime(FINDINGS, "dsh")
 
 SETTINGS = {"contextWindow": 1000, "thresholdRatio": 0.5, "retainTokens": 100}
 HISTORY = [{"role": "user", "text": "find the bug"},
-           {"role": "assistant", "text": "", "calls": [{"id": "c1", "name": "fetch", "args": {"size": 900, "tag": "t1"}}]},
+           {"role": "assistant", "text": "",
+            "calls": [{"id": "c1", "name": "fetch", "args": {"size": 900, "tag": "t1"}}]},
            {"role": "tool", "call_id": "c1", "text": "t1 " + "x" * 900},
            {"role": "assistant", "text": "ok"}]
 SESSION = [
@@ -33,6 +34,15 @@ SESSION = [
               "replies": [{"calls": [{"id": "c3", "name": "fetch", "args": {"size": 1200, "tag": "t3"}}]}]}),
     ("compact", {"summaries": [{"text": "S3"}], "summarizer_window": 60}),
 ]
+
+
+def run_steps(spec: str, steps) -> list[dict]:
+    """Every answer of ``steps`` (``open`` first) on ``spec``, through the bridge."""
+    runtime = open_conversation(spec, 60)
+    try:
+        return [runtime.call(step.op, step.args) for step in steps]
+    finally:
+        runtime.close()
 
 
 def run_session(spec: str) -> list[dict]:
@@ -99,6 +109,7 @@ def on_reference(trace):
 @pytest.mark.parametrize("finding", DSH, ids=lambda f: f.id)
 def test_each_dsh_witness_breaks_on_dsh_and_the_model_and_holds_on_the_reference(finding):
     trace = read_contract_trace(finding.trace_path)
+    assert run_steps("dsh", trace.steps) == run_steps("embedded", trace.steps)
     for spec in ("dsh", "embedded"):
         outcome = replay(trace, spec, timeout=60)
         assert outcome.breach is not None and outcome.breach.promise == finding.promise, (spec, outcome.describe())

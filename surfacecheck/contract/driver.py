@@ -18,7 +18,8 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 from .session import Exchange, Session
 
 DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic"}
-DEFAULT_PROVIDERS.update(dsh="openai", embedded="openai")  # DeepSeek's API (dsh's route) speaks OpenAI's chat format
+# dsh's route is DeepSeek's API, which speaks OpenAI's chat format (the model reproduces dsh)
+DEFAULT_PROVIDERS.update(dsh="openai", embedded="openai", model="openai")
 FALLBACK_PROVIDER = "anthropic"
 
 

@@ -52,7 +52,7 @@ DSH_WINDOW = st.fixed_dictionaries({"contextWindow": st.integers(400, 3000)})
 """dsh's default window (128 000, spec 10.4) never fills in a short session: drawn small often, alone."""
 
 TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE}
-TABLES.update(dsh=DSH, embedded=DSH)
+TABLES.update(dsh=DSH, embedded=DSH, model=DSH)
 SMALL: dict[str, list[dict]] = {
     "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
     + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
@@ -60,11 +60,11 @@ SMALL: dict[str, list[dict]] = {
     "reference": [{"keep_tokens": 50}],
 }
 SMALL.update({name: [{"contextWindow": w, "retainTokens": r} for w in (600, 1000) for r in (0, 50)]
-              for name in ("dsh", "embedded")})
+              for name in ("dsh", "embedded", "model")})
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
 keeps 20 messages) often breaks the same promise on a short one when less is kept."""
 EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
-EXTRA.update(dsh=[DSH_WINDOW], embedded=[DSH_WINDOW])
+EXTRA.update(dsh=[DSH_WINDOW], embedded=[DSH_WINDOW], model=[DSH_WINDOW])
 """Settings drawn together (keys that only make sense as a pair)."""
 
 

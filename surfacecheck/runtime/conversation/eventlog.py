@@ -279,7 +279,8 @@ class EventLogConversation:
                 calls_made += 1
                 request = self._request()
                 steps.append(request)
-                if isinstance(overflow_above, int) and neutral_tokens(request["messages"], self.system) > overflow_above:
+                size = neutral_tokens(request["messages"], self.system)
+                if isinstance(overflow_above, int) and size > overflow_above:
                     request["overflow"] = True
                     if self._overflow(step, reader):
                         continue
@@ -289,7 +290,7 @@ class EventLogConversation:
                                                                   "code": shapes.OVERFLOW_CODE}})
                     return self._answer(steps)
                 reply = replies.next()
-                calls = self._reply(step, reply, neutral_tokens(request["messages"], self.system))
+                calls = self._reply(step, reply, size)
                 break
             if not calls:
                 self._close(step, {"kind": "completed"})
