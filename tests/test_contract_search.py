@@ -177,7 +177,8 @@ def test_the_command_writes_the_witness_and_prints_the_table(tmp_path, monkeypat
 
 
 def test_a_runtime_without_the_conversation_level_is_a_usage_error(capsys):
-    assert main(["contract", "--runtime", "embedded"]) == 2
+    # dsh and embedded are bridged (test_conversation_eventlog.py); a cmd: child serving dsh's log levels is not
+    assert main(["contract", "--runtime", f"cmd:{sys.executable} -m surfacecheck.serve model", "--budget", "5"]) == 2
     assert "conversation level" in capsys.readouterr().err
 
 

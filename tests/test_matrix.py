@@ -78,7 +78,7 @@ def test_markdown_links_a_registered_witness_from_the_page():
     assert "| `contract-progress` | **broken** LC9 defect [witness](../surfacecheck/" in page
 
 
-@pytest.mark.parametrize("spec, words", [("nonesuch", "unknown runtime"), ("model", "conversation level")])
+@pytest.mark.parametrize("spec, words", [("nonesuch", "unknown runtime"), ("cmd:true", "conversation level")])
 def test_a_runtime_the_contract_cannot_ask_is_bad_usage(spec, words, capsys, tmp_path):
     code = cli_main(["matrix", "--runtime", spec, "--json", "--report-dir", str(tmp_path)])
     out = json.loads(capsys.readouterr().out)

@@ -12,7 +12,8 @@ from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 DESCRIPTION = """\
 Search a conversation-level runtime (langchain, strands, reference, a cmd: child; docs/conversation-protocol.md)
-for the compaction contract's broken promises. A Hypothesis state machine opens a session with the runtime's
+for the compaction contract's broken promises; dsh and embedded are driven through their event-log protocol
+(docs/conversation-protocol.md, "dsh and the model through the event-log protocol"). A Hypothesis state machine opens a session with the runtime's
 own compaction settings (its defaults first and often), an initial history (many turns, parallel and consecutive
 tool calls, huge and tiny tool results, a pending call, a system message inside, earlier summaries), then sends
 turns (scripted model replies, fetch calls, overflow limits) and direct compactions (scripted summarizers that
@@ -35,6 +36,7 @@ exit codes:
 EXAMPLES = (
     "surfacecheck contract --runtime langchain",
     "surfacecheck contract --runtime strands --seed 7 --budget 120",
+    "surfacecheck contract --runtime dsh",
     "surfacecheck contract --runtime cmd:./my-runtime --examples 50 --json",
 )
 DEFAULT_OUT = str(Path("reports") / "out")
@@ -76,10 +78,14 @@ def main(args) -> int:
 
     from .search import search, write_traces
 
+    from surfacecheck.runtime.conversation.bridge import through_event_log
+
     entry = registry.entry(args.runtime)
-    if entry is not None and entry.levels and "conversation" not in entry.levels:
+    if entry is not None and entry.levels and "conversation" not in entry.levels \
+            and not through_event_log(args.runtime):
         return _usage(args, f"runtime {args.runtime!r} does not serve the conversation level; conversation-level "
-                            "runtimes: langchain, strands, reference, cmd:COMMAND")
+                            "runtimes: langchain, strands, reference, cmd:COMMAND (dsh and embedded through the "
+                            "event-log bridge)")
     command = "surfacecheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["contract"] \
         else None
     try:

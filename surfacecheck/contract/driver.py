@@ -18,9 +18,10 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 from .session import Exchange, Session
 
 DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic", "gemini": "gemini",
-                     "ai": "openai", "adk": "gemini",
-                     "deepagents": "anthropic"}  # create_deep_agent's default model is Anthropic's
-
+                     "ai": "openai", "adk": "gemini", "deepagents": "anthropic", "dsh": "openai", "embedded": "openai",
+                     "model": "openai"}
+"""Whose role rules apply by default: each framework's default provider family (deepagents: create_deep_agent's
+default Anthropic model; dsh and the model reproducing it: DeepSeek's API, which speaks OpenAI's chat format)."""
 FALLBACK_PROVIDER = "anthropic"
 
 

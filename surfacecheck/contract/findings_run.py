@@ -23,12 +23,17 @@ from .replay import read_contract_trace, replay
 
 
 def environment(spec: str) -> Path | None:
-    """The virtual environment a Python conversation runtime runs in (where its quotes are checked), or None."""
+    """Where a runtime's quotes are checked, or None: a Python runtime's virtual environment, a Node runtime's
+    ``node_modules`` in the cache, dsh's installed packages for dsh and the model that reproduces it."""
+    from surfacecheck.runtime.conversation import node
     from surfacecheck.runtime.conversation.pyenv import RUNTIMES
 
-    from surfacecheck.runtime.conversation import node
-    if base(spec) in node.SCRIPTS:  # the Node runtimes: their node_modules in the cache
+    from .npm_quotes import dsh_modules
+
+    if base(spec) in node.SCRIPTS:
         return node.entry() / "node_modules"
+    if base(spec) in ("dsh", "embedded", "model"):
+        return dsh_modules()
     runtime = RUNTIMES.get(base(spec))
     return runtime.entry() if runtime is not None else None
 

@@ -1,9 +1,11 @@
-"""Quotes from npm packages (the Node conversation runtimes' findings), checked against the installed ``node_modules``.
+"""Quotes from npm packages, checked against an installed ``node_modules``: the Node conversation runtimes'
+(``gemini``, ``ai``: their cached ``conversation-node`` install) and dsh's (``dsh``, ``embedded``, ``model``: the
+pinned packages ``surfacecheck.runtime.dsh`` installs, which the model reproduces).
 
-A finding of ``gemini`` or ``ai`` names the npm package as its ``distribution``, the version, the file inside the
-package folder and the line; the quote is looked up in comment-or-prose form by :data:`~surfacecheck.core.quotes.
-JS_MARKER` (``//``, ``*`` and ``/**`` markers dropped), so JSDoc comments, ``.d.ts`` declarations and the
-Markdown docs the packages ship match the same way.
+A finding names the npm package as its ``distribution``, the version, the file inside the package folder and the
+line; the quote is looked up in comment-or-prose form by :data:`~surfacecheck.core.quotes.JS_MARKER` (``//``, ``*``
+and ``/**`` markers dropped), so JSDoc comments, ``.d.ts`` declarations, bundles that keep their doc comments and
+the Markdown docs the packages ship match the same way.
 """
 from __future__ import annotations
 
@@ -17,6 +19,14 @@ def is_node_modules(environment: Path | None) -> bool:
     return environment is not None and environment.name == "node_modules"
 
 
+def dsh_modules() -> Path | None:
+    """The cached ``node_modules`` of dsh's pinned packages, or None when they are not installed (never installs)."""
+    from surfacecheck.runtime.dsh import _cached_modules, modules_problem
+
+    folder = _cached_modules()
+    return folder if folder.is_dir() and modules_problem(folder) is None else None
+
+
 def installed_version(modules: Path, package: str) -> str | None:
     try:
         return json.loads((modules / package / "package.json").read_text(encoding="utf-8")).get("version")
@@ -24,10 +34,12 @@ def installed_version(modules: Path, package: str) -> str | None:
         return None
 
 
-def check_quote(evidence: dict, modules: Path) -> QuoteCheck:
-    """Is ``evidence['quote']`` in ``modules/<distribution>/<file>``, at the version and line the entry says?"""
+def check_npm_quote(evidence: dict, modules: Path | None = None) -> QuoteCheck:
+    """Is ``evidence['quote']`` in ``modules/<distribution>/<file>`` (default: dsh's packages), at the version and
+    line the entry says?"""
     where = f"{evidence['distribution']}@{evidence['version']} {evidence['file']}"
-    if not modules.is_dir():
+    modules = modules or dsh_modules()
+    if modules is None or not modules.is_dir():
         return QuoteCheck(None, where, why="the runtime's node_modules is not installed")
     installed = installed_version(modules, evidence["distribution"])
     if installed is None:

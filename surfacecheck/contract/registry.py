@@ -149,9 +149,11 @@ def installed_version(site: Path, distribution: str) -> str | None:
 
 
 def check_quote(evidence: dict, environment: Path | None) -> QuoteCheck:
-    """Is ``evidence['quote']`` in the installed file, at the version and line the entry says?"""
-    from .npm_quotes import check_quote as check_npm_quote, is_node_modules
-    if is_node_modules(environment):  # an npm package's quote (the Node conversation runtimes)
+    """Is ``evidence['quote']`` in the installed file, at the version and line the entry says? (In a
+    ``node_modules`` environment, an npm package's: :mod:`.npm_quotes`.)"""
+    from .npm_quotes import check_npm_quote, is_node_modules
+
+    if is_node_modules(environment):
         return check_npm_quote(evidence, environment)
     where = f"{evidence['distribution']}=={evidence['version']} {evidence['file']}"
     site = site_packages(environment) if environment is not None and environment.is_dir() else None

@@ -16,6 +16,7 @@ from surfacecheck.core.protocol import ProtocolError, RuntimeUnavailable
 from surfacecheck.core.trace import Trace
 from surfacecheck.properties.trace_check import read_valid_trace
 from surfacecheck.runtime import registry
+from surfacecheck.runtime.conversation.bridge import open_conversation
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 from .driver import Driver, default_provider
@@ -105,11 +106,14 @@ class ContractReplay:
 
 
 def portable_open(trace: Trace, spec: str) -> tuple[dict, tuple[str, ...]]:
-    """The trace's ``open`` args for ``spec``: as recorded on the trace's own runtime; on another runtime without
-    the trace runtime's own settings (their names are that runtime's), keeping the common ``compaction`` switch, so
+    """The trace's ``open`` args for ``spec``: as recorded on the trace's own runtime (or one that takes the same
+    settings); on another runtime without the trace runtime's own settings (their names are that runtime's), keeping the common ``compaction`` switch, so
     the same conversation replays on a runtime that keeps the promise. Returns the args and the dropped keys."""
+    from .settings import table
+
     args = dict(trace.steps[0].args)
-    if trace.runtime is None or registry.base(spec) == registry.base(trace.runtime):
+    if trace.runtime is None or registry.base(spec) == registry.base(trace.runtime) \
+            or (table(spec) is not None and table(spec) is table(trace.runtime)):  # one family: dsh and its model
         return args, ()
     settings = dict(args.get("settings") or {})
     dropped = tuple(sorted(k for k in settings if k != "compaction"))
@@ -127,7 +131,7 @@ def replay(trace: Trace, spec: str | None = None, *, timeout: float = DEFAULT_TI
     judge = judge or judge_for(trace.property)
     outcome = ContractReplay(spec, provider, trace.property, 0, len(trace.steps))
     try:
-        runtime = registry.open_spec(spec, timeout)
+        runtime = open_conversation(spec, timeout)
     except RuntimeUnavailable as exc:
         outcome.unavailable, outcome.stderr = f"{exc.kind}: {exc}", exc.stderr
         return outcome

@@ -29,7 +29,7 @@ from tqdm import tqdm
 from surfacecheck.core.protocol import CONVERSATION, RuntimeUnavailable
 from surfacecheck.core.trace import Step, Trace, Violation, write_trace
 from surfacecheck.properties.stateful.base import RuntimeGone
-from surfacecheck.runtime import registry
+from surfacecheck.runtime.conversation.bridge import open_conversation
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 from surfacecheck.verify.profiles import PROFILES
 from surfacecheck.verify.runner import CI_SEED, new_seed, shrink_budget
@@ -185,7 +185,7 @@ def search(spec: str, *, seed: int | None = None, examples: int | None = None, p
     deadline = None if deadline_seconds is None else began + deadline_seconds
     quiet = 0  # rounds in a row that found nothing new
     try:
-        runtime = registry.open_spec(spec, timeout)
+        runtime = open_conversation(spec, timeout)
     except RuntimeUnavailable as exc:
         result.inconclusive, result.stderr = f"{exc.kind}: {exc}", exc.stderr
         return result

@@ -54,6 +54,18 @@ REFERENCE = {
     "keep_tokens": st.integers(50, 1500),
 }
 
+DSH = {  # dsh's own config names (spec 9.1, 6); the same table for the model that reproduces it
+    "contextWindow": st.integers(400, 4000),
+    "thresholdRatio": st.sampled_from((0.3, 0.5, 0.8, 1.0)),
+    "retainTokens": st.integers(0, 600),
+    "compactionRetries": st.integers(0, 2),
+    "maxOverflowRetries": st.integers(0, 2),
+    "toolResultPruner": st.one_of(st.none(), st.just({"thresholdChars": 1200, "headChars": 300, "tailChars": 200})),
+}
+DSH_WINDOW = st.fixed_dictionaries({"contextWindow": st.integers(400, 3000)})
+"""dsh's default window (128 000, spec 10.4) never fills in a short session: drawn small often, alone."""
+
+
 GEMINI = {
     # a fraction of tokenLimit(model) (1 048 576 for every Gemini model): 0.0002..0.002 is ~210..2100 tokens
     "compressionThreshold": st.sampled_from((0.0002, 0.0004, 0.0008, 0.0015)),
@@ -78,7 +90,7 @@ sliding window (both nulled: token threshold only)."""
 
 TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE, "gemini": GEMINI,
                             "ai": AI, "adk": ADK,
-                            "deepagents": DEEPAGENTS}
+                            "deepagents": DEEPAGENTS, "dsh": DSH, "embedded": DSH, "model": DSH}
 SMALL: dict[str, list[dict]] = {
     "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
     + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
@@ -88,6 +100,8 @@ SMALL: dict[str, list[dict]] = {
 SMALL.update({"gemini": [{"compressionThreshold": 0.0002}], "ai": [{"toolCalls": "before-last-message", "threshold": 0}]})
 SMALL["deepagents"] = ([{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
                        + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)])
+SMALL.update({name: [{"contextWindow": w, "retainTokens": r} for w in (600, 1000) for r in (0, 50)]
+              for name in ("dsh", "embedded", "model")})
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
 keeps 20 messages) often breaks the same promise on a short one when less is kept."""
 SMALL["adk"] = [{"token_threshold": 200, "event_retention_size": k} for k in (0, 1, 2, 3)] + [
@@ -95,6 +109,7 @@ SMALL["adk"] = [{"token_threshold": 200, "event_retention_size": k} for k in (0,
 EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
 EXTRA["adk"] = [ADK_TOKENS]
 EXTRA["deepagents"] = [DEEPAGENTS_FRACTION]
+EXTRA.update(dsh=[DSH_WINDOW], embedded=[DSH_WINDOW], model=[DSH_WINDOW])
 """Settings drawn together (keys that only make sense as a pair)."""
 
 

@@ -43,9 +43,17 @@ def same_message(a: dict, b: dict) -> bool:
 
 def lead(compaction: dict) -> int:
     """How many messages open ``after`` as the summary block: the leading summary messages, what the compaction
-    wrote in front of what it kept (a summary further in was kept with the tail)."""
+    wrote in front of what it kept (a summary further in was kept with the tail). An old summary that ends the
+    block and, with everything after it, is ``before``'s own tail verbatim was kept, not written (a runtime that
+    keeps the last message, an earlier summary, behind its new one)."""
     after = list(compaction.get("after") or ())
-    return next((i for i, m in enumerate(after) if not is_summary(m)), len(after))
+    before = list(compaction.get("before") or ())
+    old = {text(m) for m in before if is_summary(m)}
+    n = next((i for i, m in enumerate(after) if not is_summary(m)), len(after))
+    while n > 0 and text(after[n - 1]) in old and len(after) - n + 1 <= len(before) and all(
+            same_message(a, b) for a, b in zip(after[n - 1:], before[len(before) - (len(after) - n + 1):])):
+        n -= 1
+    return n
 
 
 def kept(compaction: dict) -> list[dict]:

@@ -1,18 +1,20 @@
-"""Which runtimes the matrix asks the contract, in the table's order: dsh's own code and the model first, the
-framework adapters next, the reference conversation runtime (the control) last."""
+"""Which runtimes the matrix asks the contract, in the table's order: dsh's own code and the embedded runtime first
+(through the event-log bridge), the framework adapters next, the reference conversation runtime (the control)
+last."""
 from __future__ import annotations
 
 from surfacecheck.runtime import registry
+from surfacecheck.runtime.conversation.bridge import through_event_log
 
 EVENT_LOG = ("dsh", "embedded")
-"""Runtimes of dsh's event-log protocol, asked the contract through the conversation bridge."""
+"""Runtimes of dsh's event-log protocol in the table (the model is the embedded runtime's reference: not repeated)."""
 CONTROL = "reference"
 
 
 def contract_runtimes() -> list[str]:
-    """Every runtime the contract can be asked of, in the table's order."""
+    """Every runtime the contract is asked of by default, in the table's order."""
     frameworks = [r for r in registry.conversation_runtimes() if r != CONTROL]
-    return [r for r in EVENT_LOG if registry.serves_conversation(r)] + frameworks + [CONTROL]
+    return [r for r in EVENT_LOG if through_event_log(r)] + frameworks + [CONTROL]
 
 
 def problem(spec: str) -> str | None:
@@ -20,7 +22,7 @@ def problem(spec: str) -> str | None:
     why = registry.problem(spec)
     if why:
         return why
-    if not registry.serves_conversation(spec):
-        return (f"runtime {spec!r} does not serve the conversation level (docs/conversation-protocol.md); the matrix "
-                f"asks: {', '.join(contract_runtimes())}")
+    if not (registry.serves_conversation(spec) or through_event_log(spec)):
+        return (f"runtime {spec!r} serves neither the conversation level (docs/conversation-protocol.md) nor dsh's "
+                f"policy level; the matrix asks: {', '.join(contract_runtimes())}")
     return None
