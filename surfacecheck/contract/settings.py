@@ -65,7 +65,6 @@ DSH = {  # dsh's own config names (spec 9.1, 6); the same table for the model th
 DSH_WINDOW = st.fixed_dictionaries({"contextWindow": st.integers(400, 3000)})
 """dsh's default window (128 000, spec 10.4) never fills in a short session: drawn small often, alone."""
 
-
 GEMINI = {
     # a fraction of tokenLimit(model) (1 048 576 for every Gemini model): 0.0002..0.002 is ~210..2100 tokens
     "compressionThreshold": st.sampled_from((0.0002, 0.0004, 0.0008, 0.0015)),
@@ -88,28 +87,30 @@ ADK_TOKENS = st.fixed_dictionaries({
 """ADK refuses either pair of EventsCompactionConfig set alone: the token pair is drawn together, with or without the
 sliding window (both nulled: token threshold only)."""
 
-TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE, "gemini": GEMINI,
-                            "ai": AI, "adk": ADK,
-                            "deepagents": DEEPAGENTS, "dsh": DSH, "embedded": DSH, "model": DSH}
+TABLES: dict[str, dict] = {
+    "langchain": LANGCHAIN, "strands": STRANDS, "deepagents": DEEPAGENTS, "adk": ADK, "gemini": GEMINI, "ai": AI,
+    "dsh": DSH, "embedded": DSH, "model": DSH, "reference": REFERENCE,
+}
+_KEEP_FEW_MESSAGES = ([{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
+                      + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)])
+_DSH_SMALL = [{"contextWindow": w, "retainTokens": r} for w in (600, 1000) for r in (0, 50)]
 SMALL: dict[str, list[dict]] = {
-    "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
-    + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
+    "langchain": _KEEP_FEW_MESSAGES,
+    "deepagents": _KEEP_FEW_MESSAGES,
     "strands": [{"preserve_recent_messages": k} for k in (1, 2, 3, 5)] + [{"window_size": 4}],
+    "adk": [{"token_threshold": 200, "event_retention_size": k} for k in (0, 1, 2, 3)]
+    + [{"compaction_interval": 1, "overlap_size": 0}],
+    "gemini": [{"compressionThreshold": 0.0002}],
+    "ai": [{"toolCalls": "before-last-message", "threshold": 0}],
+    "dsh": _DSH_SMALL, "embedded": _DSH_SMALL, "model": _DSH_SMALL,
     "reference": [{"keep_tokens": 50}],
 }
-SMALL.update({"gemini": [{"compressionThreshold": 0.0002}], "ai": [{"toolCalls": "before-last-message", "threshold": 0}]})
-SMALL["deepagents"] = ([{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
-                       + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)])
-SMALL.update({name: [{"contextWindow": w, "retainTokens": r} for w in (600, 1000) for r in (0, 50)]
-              for name in ("dsh", "embedded", "model")})
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
 keeps 20 messages) often breaks the same promise on a short one when less is kept."""
-SMALL["adk"] = [{"token_threshold": 200, "event_retention_size": k} for k in (0, 1, 2, 3)] + [
-    {"compaction_interval": 1, "overlap_size": 0}]
-EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
-EXTRA["adk"] = [ADK_TOKENS]
-EXTRA["deepagents"] = [DEEPAGENTS_FRACTION]
-EXTRA.update(dsh=[DSH_WINDOW], embedded=[DSH_WINDOW], model=[DSH_WINDOW])
+EXTRA: dict[str, list] = {
+    "langchain": [LANGCHAIN_FRACTION], "deepagents": [DEEPAGENTS_FRACTION], "adk": [ADK_TOKENS],
+    "dsh": [DSH_WINDOW], "embedded": [DSH_WINDOW], "model": [DSH_WINDOW],
+}
 """Settings drawn together (keys that only make sense as a pair)."""
 
 
