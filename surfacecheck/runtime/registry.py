@@ -34,6 +34,10 @@ def _open_python(spec: str, timeout: float) -> Runtime:
     return importlib.import_module("surfacecheck.runtime.conversation.pyenv").open_python_runtime(spec, timeout)
 
 
+def _python_problem(spec: str) -> str | None:
+    return importlib.import_module("surfacecheck.runtime.conversation.pyenv").runtime_problem(spec)
+
+
 def _cmd_problem(spec: str) -> str | None:
     return None if spec[4:].strip() else "runtime 'cmd:' needs a command after the colon, e.g. cmd:./my-runtime"
 
@@ -74,6 +78,8 @@ ENTRIES: tuple[Entry, ...] = (
           "in its own environment (conversation level)"),
     Entry("strands", _open_python, (CONVERSATION,), "Strands Agents 1.62.0's conversation managers and Agent loop, "
           "in its own environment (conversation level)"),
+    Entry("openhands", _open_python, (CONVERSATION,), "OpenHands SDK 1.58.2's LLMSummarizingCondenser over its View, "
+          "in its own Python 3.12 environment (conversation level)", problem=_python_problem),
     Entry("reference", _import("surfacecheck.runtime.conversation.reference", "ReferenceRuntime"), (CONVERSATION,),
           "the reference conversation runtime that keeps every promise of the compaction contract (in process)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",
