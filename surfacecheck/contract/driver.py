@@ -18,6 +18,7 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 from .session import Exchange, Session
 
 DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic"}
+DEFAULT_PROVIDERS["openhands"] = "anthropic"  # OpenHands' own default and documented models are Anthropic's
 FALLBACK_PROVIDER = "anthropic"
 
 

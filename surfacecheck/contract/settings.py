@@ -40,13 +40,22 @@ REFERENCE = {
     "keep_tokens": st.integers(50, 1500),
 }
 
+OPENHANDS = {  # LLMSummarizingCondenser's own fields (it refuses keep_first >= max_size // 2 - 1: bad-args)
+    "max_size": st.integers(4, 30),
+    "keep_first": st.integers(0, 4),
+    "max_tokens": st.one_of(st.none(), st.integers(200, 2500)),
+    "minimum_progress": st.sampled_from((0.05, 0.1, 0.5)),
+}
+
 TABLES: dict[str, dict] = {"langchain": LANGCHAIN, "strands": STRANDS, "reference": REFERENCE}
+TABLES["openhands"] = OPENHANDS
 SMALL: dict[str, list[dict]] = {
     "langchain": [{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
     + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)],
     "strands": [{"preserve_recent_messages": k} for k in (1, 2, 3, 5)] + [{"window_size": 4}],
     "reference": [{"keep_tokens": 50}],
 }
+SMALL["openhands"] = [{"max_size": 8, "keep_first": k} for k in (0, 1, 2)] + [{"max_size": 6, "keep_first": 0}]
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain
 keeps 20 messages) often breaks the same promise on a short one when less is kept."""
 EXTRA: dict[str, list] = {"langchain": [LANGCHAIN_FRACTION]}
