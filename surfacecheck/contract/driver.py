@@ -18,7 +18,7 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 from .session import Exchange, Session
 
 DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic"}
-DEFAULT_PROVIDERS["openhands"] = "anthropic"  # OpenHands' own default and documented models are Anthropic's
+DEFAULT_PROVIDERS["openhands"] = "openai"  # its LLM defaults to OpenAI's gpt-5.6; its messages are Chat Completions
 FALLBACK_PROVIDER = "anthropic"
 
 
