@@ -29,6 +29,7 @@ from pydantic import Field
 from openhands.sdk import Agent, Conversation
 from openhands.sdk.context.condenser import LLMSummarizingCondenser
 from openhands.sdk.context.condenser.base import NoCondensationAvailableException
+from openhands.sdk.context.condenser.utils import get_total_token_count
 from openhands.sdk.context.view import View
 from openhands.sdk.event import (ActionEvent, Condensation, LLMConvertibleEvent, MessageEvent,
                                  ObservationEvent)
@@ -128,13 +129,14 @@ def history_events(history: list[dict], summaries: set[str], start: int) -> list
     """Neutral messages as OpenHands events, in order. A summary message is OpenHands' own summary form: a
     ``Condensation`` forgetting nothing whose summary lands at its position (``summary_offset``)."""
     events: list = []
-    position = start  # the view's length so far (the system prompt event is already there)
     actions: dict[str, str] = {}
     for i, m in enumerate(history):
         text = m.get("text") or ""
         if m.get("summary"):
             summaries.add(text)
-            events.append(Condensation(summary=text, summary_offset=position, llm_response_id=f"initial-{i}"))
+            # the view so far: ``start`` events, then one per event here (a summary event for each summary)
+            events.append(Condensation(summary=text, summary_offset=start + len(events),
+                                       llm_response_id=f"initial-{i}"))
         elif m["role"] == "assistant" and m.get("calls"):
             for j, c in enumerate(m["calls"]):
                 args = c.get("args") or {}
@@ -154,7 +156,6 @@ def history_events(history: list[dict], summaries: set[str], start: int) -> list
             source = "agent" if m["role"] == "assistant" else "user"
             events.append(MessageEvent(source=source, llm_message=Message(role=m["role"],
                                                                           content=[TextContent(text=text)])))
-        position += 1  # one more event in the view (a summary event for a summary)
     return events
 
 
@@ -251,18 +252,28 @@ class OpenHandsSession(peer.Session):
     # recording ---------------------------------------------------------------------------------------------------
     def _on_event(self, event) -> None:
         """Every event the conversation emits (OpenHands calls its callbacks in order): the mirror view follows;
-        a ``Condensation`` is a compaction step (before and after the mirror's ``append_event``)."""
+        a ``Condensation`` is a compaction step (before and after the mirror's ``append_event``). Its cause is
+        ``overflow`` after the scripted model refused a request, ``direct`` when it answers a pending
+        ``CondensationRequest`` otherwise, else ``size``."""
         before = list(self.mirror.events)
+        requested = self.mirror.unhandled_condensation_request
         self.mirror.append_event(event)
         if not isinstance(event, Condensation):
             return
         if event.summary is not None:
             self.summaries.add(event.summary)
-        cause = self.direct or ("overflow" if self.overflowed else "size")
+        # OpenHands' own reason: a CondensationRequest (the agent's, after LLMContextWindowExceedError, or one
+        # Conversation.condense() left pending when it found nothing to condense) or the size check
+        cause = "overflow" if self.overflowed else "direct" if self.direct or requested else "size"
         self.overflowed = False
         self.steps.append({"kind": "compaction", "before": events_neutral(before, self.summaries),
                            "after": events_neutral(self.mirror.events, self.summaries), "cause": cause,
-                           "count_before": len(before), "count_after": len(self.mirror.events)})
+                           "count_before": self._count(before), "count_after": self._count(self.mirror.events)})
+
+    def _count(self, events: list) -> int:
+        """The trigger's own count: the agent LLM's token count of the events (``get_total_token_count``, what
+        the condenser compares) with a token limit, else the number of view events."""
+        return get_total_token_count(events, self.agent_llm) if self.counts_tokens else len(events)
 
     def _begin(self, args: dict) -> None:
         self.steps = []
