@@ -24,7 +24,7 @@ def surfacecheck(*args: str, timeout: float = 600) -> subprocess.CompletedProces
 
 
 def test_every_registered_finding_names_a_promise_a_class_and_an_existing_witness():
-    assert {f.runtime for f in FINDINGS} == {"langchain", "strands"}
+    assert {f.runtime for f in FINDINGS} == {"langchain", "strands", "openhands"}
     for f in FINDINGS:
         assert f.promise in PROMISE_IDS and f.klass in registry.CLASSES
         assert f.trace_path.is_file(), f.id
