@@ -119,7 +119,7 @@ def test_bench_times_the_trigger_check_per_appended_event(rt):
 
 
 def test_openhands_has_registered_findings():
-    assert len(FINDINGS) >= 7 and all(f.trace_path.is_file() for f in FINDINGS)
+    assert len(FINDINGS) >= 8 and all(f.trace_path.is_file() for f in FINDINGS)
 
 
 @pytest.mark.parametrize("finding", FINDINGS, ids=lambda f: f.id)
