@@ -40,9 +40,9 @@ def test_every_shared_option_has_the_one_help_text(command):
 
 
 def test_runtime_help_names_every_registered_spelling():
-    assert registry.names() == ["embedded", "model", "dsh", "dsh:DIR", "langchain", "strands", "reference",
-                                "cmd:COMMAND"]
-    assert "dsh:DIR, langchain, strands, reference, cmd:COMMAND, or a registered variant BASE:VARIANT (default: " \
+    assert registry.names() == ["embedded", "model", "dsh", "dsh:DIR", "langchain", "strands", "openhands",
+                                "reference", "cmd:COMMAND"]
+    assert "dsh:DIR, langchain, strands, openhands, reference, cmd:COMMAND, or a registered variant BASE:VARIANT (default: " \
         "embedded)" in _options("verify")["--runtime"].help
 
 
