@@ -227,7 +227,7 @@ class OpenHandsSession(peer.Session):
         agent = Agent(llm=self.agent_llm, tools=[Tool(name=peer.TOOL)], condenser=self.condenser,
                       system_prompt=self.system or "", include_default_tools=[])
         self.mirror = View()  # the view as the callback sees it, kept by OpenHands' own View.append_event
-        self.conversation = Conversation(agent=agent, workspace=tempfile.mkdtemp(prefix="surfacecheck-oh-"),
+        self.conversation = Conversation(agent=agent, workspace=workspace(),
                                          visualizer=None, stuck_detection=False, callbacks=[self._on_event],
                                          max_iteration_per_run=10_000)
         # OpenHands writes the system prompt event when the agent gets ready (lazily, on the first send_message);
@@ -339,6 +339,15 @@ class OpenHandsSession(peer.Session):
 
 
 SESSION: list[OpenHandsSession] = []
+WORKSPACE: list[tempfile.TemporaryDirectory] = []
+
+
+def workspace() -> str:
+    """One empty working folder for every session of this process (the fetch tool never touches it), removed when
+    the process ends."""
+    if not WORKSPACE:
+        WORKSPACE.append(tempfile.TemporaryDirectory(prefix="surfacecheck-openhands-"))
+    return WORKSPACE[0].name
 
 
 def open_session(args: dict):
