@@ -8,11 +8,10 @@ fits, :class:`NoInterpreter` says what was tried, why each was refused, and how 
 from __future__ import annotations
 
 import functools
-import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 ENV_VARS = ("SURFACECHECK_PYTHON312", "SURFACECHECK_PYTHON")
 NAMES = ("python3.12", "python3.13")
@@ -28,7 +27,7 @@ def probe(executable: str) -> tuple[int, int] | str:
     """``executable``'s ``(major, minor)``, or why it could not be asked."""
     try:
         done = subprocess.run([executable, "-c", "import sys; print(*sys.version_info[:2])"],
-                              capture_output=True, text=True, timeout=PROBE_SECONDS)
+                              capture_output=True, text=True, timeout=PROBE_SECONDS, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run ({type(exc).__name__})"
     parts = done.stdout.split()

@@ -24,20 +24,31 @@ import time
 from importlib import metadata
 
 import peer
-from pydantic import Field
-
 from openhands.sdk import Agent, Conversation
 from openhands.sdk.context.condenser import LLMSummarizingCondenser
 from openhands.sdk.context.condenser.base import NoCondensationAvailableException
 from openhands.sdk.context.condenser.utils import get_total_token_count
 from openhands.sdk.context.view import View
-from openhands.sdk.event import (ActionEvent, Condensation, LLMConvertibleEvent, MessageEvent,
-                                 ObservationEvent)
+from openhands.sdk.event import (
+    ActionEvent,
+    Condensation,
+    LLMConvertibleEvent,
+    MessageEvent,
+    ObservationEvent,
+)
 from openhands.sdk.event.conversation_error import ConversationErrorEvent
 from openhands.sdk.llm import Message, MessageToolCall, TextContent
 from openhands.sdk.llm.exceptions import LLMContextWindowExceedError
 from openhands.sdk.testing import TestLLM
-from openhands.sdk.tool import Action, Observation, Tool, ToolDefinition, ToolExecutor, register_tool
+from openhands.sdk.tool import (
+    Action,
+    Observation,
+    Tool,
+    ToolDefinition,
+    ToolExecutor,
+    register_tool,
+)
+from pydantic import Field
 
 VERSION = metadata.version("openhands-sdk")
 FIELDS = LLMSummarizingCondenser.model_fields
@@ -64,13 +75,13 @@ class FetchObservation(Observation):
 
 
 class FetchExecutor(ToolExecutor):
-    def __call__(self, action: FetchAction, conversation=None) -> FetchObservation:  # noqa: ARG002
+    def __call__(self, action: FetchAction, conversation=None) -> FetchObservation:
         return FetchObservation.from_text(text=peer.tool_result({"size": action.size, "tag": action.tag}))
 
 
 class FetchTool(ToolDefinition[FetchAction, FetchObservation]):
     @classmethod
-    def create(cls, conv_state=None, **params):  # noqa: ARG003
+    def create(cls, conv_state=None, **params):
         return [cls(description="Fetch `size` characters tagged `tag`.", action_type=FetchAction,
                     observation_type=FetchObservation, executor=FetchExecutor())]
 
@@ -163,7 +174,7 @@ def history_events(history: list[dict], summaries: set[str], start: int) -> list
 class ScriptedAgentLLM(TestLLM):
     """The agent's LLM: answers from the session's ``replies``; records every request as sent."""
 
-    def completion(self, messages, tools=None, add_security_risk_prediction=False, **kwargs):  # noqa: ARG002
+    def completion(self, messages, tools=None, add_security_risk_prediction=False, **kwargs):
         s = SESSION[0]
         system, neutral = to_neutral(list(messages), s.summaries)
         size = peer.neutral_tokens(neutral, system)
@@ -232,7 +243,7 @@ class OpenHandsSession(peer.Session):
                                          max_iteration_per_run=10_000)
         # OpenHands writes the system prompt event when the agent gets ready (lazily, on the first send_message);
         # the initial history must follow it, so the agent is made ready now
-        self.conversation._ensure_agent_ready()  # noqa: SLF001
+        self.conversation._ensure_agent_ready()
         state = self.conversation.state
         for event in history_events(history, self.summaries, len(state.view.events)):
             state.append_event(event)
