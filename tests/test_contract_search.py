@@ -195,7 +195,7 @@ def test_histories_are_neutral_messages_whose_calls_are_answered_in_order(histor
     assert not set(new) & set(ids) and len(new) == len(set(new))
 
 
-@pytest.mark.parametrize("spec", ["langchain", "strands", "reference:cut-toward-tail", "cmd:./x"])
+@pytest.mark.parametrize("spec", ["langchain", "strands", "openhands", "reference:cut-toward-tail", "cmd:./x"])
 def test_every_runtime_draws_its_defaults_first(spec):
     strategy = settings_for(spec)
     seen = []

@@ -40,10 +40,11 @@ def test_every_shared_option_has_the_one_help_text(command):
 
 
 def test_runtime_help_names_every_registered_spelling():
-    assert registry.names() == ["embedded", "model", "dsh", "dsh:DIR", "langchain", "strands", "reference",
-                                "cmd:COMMAND"]
-    assert "dsh:DIR, langchain, strands, reference, cmd:COMMAND, or a registered variant BASE:VARIANT (default: " \
-        "embedded)" in _options("verify")["--runtime"].help
+    names = ["embedded", "model", "dsh", "dsh:DIR", "langchain", "strands", "deepagents", "adk", "openhands", "gemini",
+             "ai", "reference", "cmd:COMMAND"]
+    assert registry.names() == names
+    assert ", ".join(names[3:]) + ", or a registered variant BASE:VARIANT (default: embedded)" \
+        in _options("verify")["--runtime"].help
 
 
 @pytest.mark.parametrize("spec, entry", [("embedded", "embedded"), ("dsh:/x", "dsh:DIR"), ("cmd:./rt", "cmd:COMMAND"),

@@ -19,9 +19,9 @@ from .session import Exchange, Session
 
 DEFAULT_PROVIDERS = {"langchain": "openai", "strands": "bedrock", "reference": "anthropic", "gemini": "gemini",
                      "ai": "openai", "adk": "gemini", "deepagents": "anthropic", "dsh": "openai", "embedded": "openai",
-                     "model": "openai"}
+                     "model": "openai", "openhands": "openai"}
 """Whose role rules apply by default: each framework's default provider family (deepagents: create_deep_agent's
-default Anthropic model; dsh and the model reproducing it: DeepSeek's API, which speaks OpenAI's chat format)."""
+default Anthropic model; openhands: its LLM defaults to OpenAI's gpt-5.6 and sends Chat Completions messages; dsh and the model reproducing it: DeepSeek's API, which speaks OpenAI's chat format)."""
 FALLBACK_PROVIDER = "anthropic"
 
 

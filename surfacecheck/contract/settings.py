@@ -54,6 +54,13 @@ REFERENCE = {
     "keep_tokens": st.integers(50, 1500),
 }
 
+OPENHANDS = {  # LLMSummarizingCondenser's own fields (it refuses keep_first >= max_size // 2 - 1: bad-args)
+    "max_size": st.integers(4, 30),
+    "keep_first": st.integers(0, 4),
+    "max_tokens": st.one_of(st.none(), st.integers(200, 2500)),
+    "minimum_progress": st.sampled_from((0.05, 0.1, 0.5)),
+}
+
 DSH = {  # dsh's own config names (spec 9.1, 6); the same table for the model that reproduces it
     "contextWindow": st.integers(400, 4000),
     "thresholdRatio": st.sampled_from((0.3, 0.5, 0.8, 1.0)),
@@ -89,7 +96,7 @@ sliding window (both nulled: token threshold only)."""
 
 TABLES: dict[str, dict] = {
     "langchain": LANGCHAIN, "strands": STRANDS, "deepagents": DEEPAGENTS, "adk": ADK, "gemini": GEMINI, "ai": AI,
-    "dsh": DSH, "embedded": DSH, "model": DSH, "reference": REFERENCE,
+    "dsh": DSH, "embedded": DSH, "model": DSH, "openhands": OPENHANDS, "reference": REFERENCE,
 }
 _KEEP_FEW_MESSAGES = ([{"keep": ["messages", k]} for k in (1, 2, 3, 5, 8)]
                       + [{"trigger": ["messages", 2], "keep": ["messages", k]} for k in (1, 2, 3, 5)])
@@ -103,6 +110,7 @@ SMALL: dict[str, list[dict]] = {
     "gemini": [{"compressionThreshold": 0.0002}],
     "ai": [{"toolCalls": "before-last-message", "threshold": 0}],
     "dsh": _DSH_SMALL, "embedded": _DSH_SMALL, "model": _DSH_SMALL,
+    "openhands": [{"max_size": 8, "keep_first": k} for k in (0, 1, 2)] + [{"max_size": 6, "keep_first": 0}],
     "reference": [{"keep_tokens": 50}],
 }
 """Settings that keep little, for the minimizer: a witness that needs a long history under the defaults (LangChain

@@ -42,6 +42,10 @@ def _open_node(spec: str, timeout: float) -> Runtime:
     return importlib.import_module("surfacecheck.runtime.conversation.node").open_node_runtime(spec, timeout)
 
 
+def _python_problem(spec: str) -> str | None:
+    return importlib.import_module("surfacecheck.runtime.conversation.pyenv").runtime_problem(spec)
+
+
 def _cmd_problem(spec: str) -> str | None:
     return None if spec[4:].strip() else "runtime 'cmd:' needs a command after the colon, e.g. cmd:./my-runtime"
 
@@ -89,14 +93,16 @@ ENTRIES: tuple[Entry, ...] = (
           "in its own environment (conversation level)"),
     Entry("strands", _open_python, (CONVERSATION,), "Strands Agents 1.62.0's conversation managers and Agent loop, "
           "in its own environment (conversation level)"),
+    Entry("deepagents", _open_python, (CONVERSATION,), "deepagents 0.7.32's SummarizationMiddleware and "
+          "create_deep_agent loop on one checkpointed thread, in its own environment (conversation level)"),
+    Entry("adk", _open_python, (CONVERSATION,), "Google ADK 2.13.0's events compaction inside its Runner, "
+          "in its own environment (conversation level)"),
+    Entry("openhands", _open_python, (CONVERSATION,), "OpenHands SDK 1.58.2's LLMSummarizingCondenser over its View, "
+          "in its own Python 3.12 environment (conversation level)", problem=_python_problem),
     Entry("gemini", _open_node, (CONVERSATION,), "gemini-cli-core 0.61.0's ChatCompressionService under a GeminiChat-like "
           "loop, through the Node adapter (conversation level)", problem=_node_problem),
     Entry("ai", _open_node, (CONVERSATION,), "the Vercel AI SDK 7.0.173's pruneMessages before every model call, through the "
           "Node adapter (conversation level)", problem=_node_problem, not_applicable=NO_SUMMARIZER),
-    Entry("adk", _open_python, (CONVERSATION,), "Google ADK 2.13.0's events compaction inside its Runner, "
-          "in its own environment (conversation level)"),
-    Entry("deepagents", _open_python, (CONVERSATION,), "deepagents 0.7.32's SummarizationMiddleware and "
-          "create_deep_agent loop on one checkpointed thread, in its own environment (conversation level)"),
     Entry("reference", _import("surfacecheck.runtime.conversation.reference", "ReferenceRuntime"), (CONVERSATION,),
           "the reference conversation runtime that keeps every promise of the compaction contract (in process)"),
     Entry("cmd:COMMAND", _open_cmd, ANNOUNCED, "a child process speaking docs/protocol.md", prefix="cmd:",
