@@ -116,7 +116,7 @@ def register(commands) -> None:
                    help="langchain, strands: only the mutants of functions (or mutants) matching a glob over "
                         "mutmut's names, e.g. '*_should_summarize*' or 'xǁSummarizationMiddlewareǁbefore_model*'")
     p.add_argument("--examples", type=positive_count, default=None, metavar="N",
-                   help="langchain, strands: contract search sessions in the gate (default 12, seed fixed)")
+                   help="langchain, strands: contract search sessions in the gate (default 30, seed fixed)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every survivor")
     cluster.add_arguments(p, "the mutants (--runtime embedded; one mutant per task)")
     p.set_defaults(func=run_mutate)

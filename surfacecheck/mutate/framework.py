@@ -79,24 +79,37 @@ def select_paths(runtime: str, patterns: list[str] | None) -> list[str]:
 GENERATE = r'''
 import json, sys
 from pathlib import Path
+from mutmut.mutation.data import MutantLineSpans
 from mutmut.mutation.file_mutation import mutate_file_contents
 out = {}
 for path in json.loads(sys.argv[1]):
     mutated = mutate_file_contents(path, (Path("src") / path).read_text(encoding="utf-8"))
-    target = Path("mutated") / path
+    target = Path("mutants") / path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(mutated.code, encoding="utf-8")
+    MutantLineSpans(path=path, span_by_function_name=mutated.line_span_by_function_name).save()
     out[path] = list(mutated.mutant_names)
 json.dump(out, sys.stdout)
 '''
 """mutmut's own mutation of each file, run in the working copy (mutmut reads its configuration, ``source_paths``,
-from the working directory's ``pyproject.toml``)."""
+from the working directory's ``pyproject.toml``): the mutated file at ``mutants/PATH`` and mutmut's index of
+where each generated function lies in it (what its diffs read, without parsing the whole mutated file)."""
+DIFFS = r'''
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+out = {}
+for path, name in json.load(sys.stdin):
+    try:
+        out[name] = get_diff_for_mutant(name, path=path)
+    except Exception as exc:
+        out[name] = f"(diff unavailable: {type(exc).__name__}: {exc})"
+json.dump(out, sys.stdout)
+'''
 
 
-def working_copy(work: Path, site: Path, paths: list[str]) -> tuple[list[Mutant], dict[str, str], dict[str, str]]:
-    """Copy each file from ``site`` to ``work/src`` and mutate it with mutmut into ``work/mutated``; copy mutmut's
-    package to ``work/overlay``. Returns the mutants in mutmut's order, ``{module: mutated file}`` and
-    ``{path: mutated code}``."""
+def working_copy(work: Path, site: Path, paths: list[str]) -> tuple[list[Mutant], dict[str, str]]:
+    """Copy each file from ``site`` to ``work/src`` and mutate it with mutmut into ``work/mutants``; copy mutmut's
+    package to ``work/overlay``. Returns the mutants in mutmut's order and ``{module: mutated file}``."""
     import mutmut
 
     for path in paths:
@@ -108,18 +121,17 @@ def working_copy(work: Path, site: Path, paths: list[str]) -> tuple[list[Mutant]
     if done.returncode != 0:
         raise RuntimeError(f"mutmut could not mutate {', '.join(paths)}: {done.stderr[-1500:]}")
     names = json.loads(done.stdout)
-    mutants, files, codes = [], {}, {}
+    mutants, files = [], {}
     for path in paths:
         module = path[:-3].replace("/", ".")
-        target = work / "mutated" / path
-        files[module], codes[path] = str(target), target.read_text(encoding="utf-8")
+        files[module] = str(work / "mutants" / path)
         mutants += [Mutant(path, module, name) for name in names[path]]
     package = Path(mutmut.__file__).resolve().parent
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(package, work / "overlay" / "mutmut", ignore=ignore)
     for info in package.parent.glob(f"mutmut-{_version()}.dist-info"):
         shutil.copytree(info, work / "overlay" / info.name, ignore=ignore)
-    return mutants, files, codes
+    return mutants, files
 
 
 def open_adapter(runtime: str, work: Path, files: dict[str, str], timeout: float):
@@ -133,24 +145,15 @@ def open_adapter(runtime: str, work: Path, files: dict[str, str], timeout: float
                           handshake_timeout=max(timeout, 60.0))
 
 
-def diffs(codes: dict[str, str], mutants: list[Mutant]) -> dict[str, str]:
-    """``{mutmut name: unified diff of its function}``, each mutated file parsed once (mutmut's own readers)."""
-    from difflib import unified_diff
-
-    import libcst as cst
-    from mutmut.mutation.diff_apply import read_mutant_function, read_original_function
-
-    out, parsed = {}, {}
-    for m in mutants:
-        module = parsed.setdefault(m.path, cst.parse_module(codes[m.path]))
-        try:
-            pair = (read_original_function(module, m.name), read_mutant_function(module, m.name))
-            orig, mutant = (cst.Module([f]).code.strip() for f in pair)
-            out[m.name] = "\n".join(unified_diff(orig.split("\n"), mutant.split("\n"), fromfile=m.path,
-                                                 tofile=m.path, lineterm=""))
-        except Exception as exc:  # noqa: BLE001 - a diff is only shown
-            out[m.name] = f"(diff unavailable: {type(exc).__name__}: {exc})"
-    return out
+def diffs(work: Path, mutants: list[Mutant]) -> dict[str, str]:
+    """``{mutmut name: unified diff of its function}``, by mutmut's own ``get_diff_for_mutant`` in the working copy."""
+    if not mutants:
+        return {}
+    done = subprocess.run([sys.executable, "-c", DIFFS], cwd=work, capture_output=True, text=True,
+                          input=json.dumps([[m.path, m.name] for m in mutants]))
+    if done.returncode != 0:
+        return {m.name: f"(diff unavailable: {done.stderr.strip()[-300:]})" for m in mutants}
+    return json.loads(done.stdout)
 
 
 def pick(mutants: list[Mutant], functions: list[str] | None, max_mutants: int | None) -> list[Mutant]:
@@ -184,7 +187,7 @@ def run_framework(runtime: str, report_dir: Path, *, files_glob: list[str] | Non
     run = MutationRun(runtime, f"mutmut {_version()}", ("findings", "contract"), paths, report_dir,
                       min_score=min_score)
     with working_folder(f"surfacecheck-mutate-{runtime}-", run, keep_work, say) as work:
-        every, files, codes = working_copy(work, site, paths)
+        every, files = working_copy(work, site, paths)
         chosen = pick(every, functions, max_mutants)
         say(f"mutate: mutmut made {len(every)} mutants of {len(paths)} {runtime} modules in {work}; "
             f"{len(chosen)} to run")
@@ -196,7 +199,7 @@ def run_framework(runtime: str, report_dir: Path, *, files_glob: list[str] | Non
             return run
         results = each_mutant(runtime, work, files, timeout, chosen, base.scenarios, say, progress)
         shown = [m for m in chosen if results[m.name].status in ("Survived", "NoCoverage")]
-        texts = diffs(codes, shown)
+        texts = diffs(work, shown)
         report, times = as_report(work, chosen, results, texts)
         (report_dir / "mutation.json").write_text(json.dumps(report), encoding="utf-8")
         run.figures = score(report, lambda name, line: Place(name, ()), times=times)

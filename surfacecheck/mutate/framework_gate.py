@@ -29,7 +29,7 @@ from surfacecheck.core.protocol import ProtocolError, Runtime
 from surfacecheck.verify.runner import CI_SEED
 
 SEED = CI_SEED
-EXAMPLES = 12
+EXAMPLES = 30
 """Search sessions in the gate (``--examples``)."""
 STEPS = 6
 """Turns and direct compactions after each search session's ``open``."""
