@@ -25,7 +25,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +38,6 @@ MODULES: dict[str, tuple[str, ...]] = {
                 "strands/agent/conversation_manager/sliding_window_conversation_manager.py"),
 }
 """The compaction modules of each framework runtime, as paths inside its environment's ``site-packages``."""
-HERE = Path(__file__).resolve().parent
 STATUS_EXIT = {"Killed": 1, "Survived": 0, "NoCoverage": 33, "Timeout": 36, "RuntimeError": 40}
 
 
@@ -117,7 +115,7 @@ def working_copy(work: Path, site: Path, paths: list[str]) -> tuple[list[Mutant]
         shutil.copyfile(site / path, work / "src" / path)
     (work / "pyproject.toml").write_text('[tool.mutmut]\nsource_paths = ["src"]\n', encoding="utf-8")
     done = subprocess.run([sys.executable, "-c", GENERATE, json.dumps(paths)], cwd=work, capture_output=True,
-                          text=True)
+                          text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"mutmut could not mutate {', '.join(paths)}: {done.stderr[-1500:]}")
     names = json.loads(done.stdout)
@@ -134,22 +132,11 @@ def working_copy(work: Path, site: Path, paths: list[str]) -> tuple[list[Mutant]
     return mutants, files
 
 
-def open_adapter(runtime: str, work: Path, files: dict[str, str], timeout: float):
-    """The runtime's adapter under ``mutant_peer.py`` with the mutated modules, in the runtime's environment."""
-    from surfacecheck.runtime.client import ProcessRuntime
-    from surfacecheck.runtime.conversation.pyenv import RUNTIMES, adapter_command
-
-    argv, env = adapter_command(RUNTIMES[runtime])
-    argv = [argv[0], str(HERE / "mutant_peer.py"), argv[1], str(work / "overlay"), json.dumps(files)]
-    return ProcessRuntime(f"{runtime} (mutated)", timeout=timeout, argv=argv, env=env, name=runtime,
-                          handshake_timeout=max(timeout, 60.0))
-
-
 def diffs(work: Path, mutants: list[Mutant]) -> dict[str, str]:
     """``{mutmut name: unified diff of its function}``, by mutmut's own ``get_diff_for_mutant`` in the working copy."""
     if not mutants:
         return {}
-    done = subprocess.run([sys.executable, "-c", DIFFS], cwd=work, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", DIFFS], cwd=work, capture_output=True, text=True, check=False,
                           input=json.dumps([[m.path, m.name] for m in mutants]))
     if done.returncode != 0:
         return {m.name: f"(diff unavailable: {done.stderr.strip()[-300:]})" for m in mutants}

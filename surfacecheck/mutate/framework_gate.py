@@ -19,8 +19,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, Phase, settings as Settings
+from hypothesis import HealthCheck, Phase
 from hypothesis import seed as hypothesis_seed
+from hypothesis import settings as Settings
 from hypothesis.errors import Unsatisfiable
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import run_state_machine_as_test

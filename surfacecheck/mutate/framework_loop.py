@@ -7,6 +7,7 @@ with the trampolined module makes the run void: the unmutated gate must pass, as
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -15,10 +16,21 @@ from pathlib import Path
 from surfacecheck.core.protocol import RuntimeUnavailable
 
 from . import framework_gate as gate
-from .framework import open_adapter
 
+HERE = Path(__file__).resolve().parent
 SAY_EVERY = 60.0
 """Seconds between progress lines when no progress bar is shown (stderr is not a terminal)."""
+
+
+def open_adapter(runtime: str, work: Path, files: dict[str, str], timeout: float):
+    """The runtime's adapter under ``mutant_peer.py`` with the mutated modules, in the runtime's environment."""
+    from surfacecheck.runtime.client import ProcessRuntime
+    from surfacecheck.runtime.conversation.pyenv import RUNTIMES, adapter_command
+
+    argv, env = adapter_command(RUNTIMES[runtime])
+    argv = [argv[0], str(HERE / "mutant_peer.py"), argv[1], str(work / "overlay"), json.dumps(files)]
+    return ProcessRuntime(f"{runtime} (mutated)", timeout=timeout, argv=argv, env=env, name=runtime,
+                          handshake_timeout=max(timeout, 60.0))
 
 
 @dataclass

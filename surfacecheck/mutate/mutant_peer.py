@@ -36,12 +36,12 @@ class MutatedModules(importlib.abc.MetaPathFinder):
     def __init__(self, files: dict[str, str]):
         self.files = files
 
-    def find_spec(self, fullname, path=None, target=None):  # noqa: ARG002 - the finder protocol
+    def find_spec(self, fullname, path=None, target=None):
         file = self.files.get(fullname)
         return importlib.util.spec_from_file_location(fullname, file) if file else None
 
 
-def _record(name: str, caller: str | None = None) -> None:  # noqa: ARG001 - mutmut's signature
+def _record(name: str, caller: str | None = None) -> None:
     HITS.add(name)
 
 
@@ -49,7 +49,7 @@ def main(argv: list[str]) -> None:
     adapter, overlay, modules = argv[0], argv[1], json.loads(argv[2])
     os.environ["MUTANT_UNDER_TEST"] = ""
     sys.path.insert(0, overlay)
-    import mutmut.mutation.trampoline as trampoline
+    from mutmut.mutation import trampoline
 
     # mutmut's own recorder reads a project configuration from the working directory; the hits are kept here
     trampoline.record_trampoline_hit = _record
@@ -65,7 +65,7 @@ def main(argv: list[str]) -> None:
         os.environ["MUTANT_UNDER_TEST"] = name
         return {"active": name}
 
-    def hits(args: dict) -> dict:  # noqa: ARG001
+    def hits(args: dict) -> dict:
         found = sorted(HITS)
         HITS.clear()
         return {"hits": found}
