@@ -108,15 +108,18 @@ def each_mutant(runtime: str, work: Path, files: dict[str, str], timeout: float,
             if any(m.function in b.hits for b in scenarios):
                 if adapter is None:
                     adapter = open_adapter(runtime, work, files, timeout)
+                dead = False
                 try:
                     adapter.call("mutant", {"name": m.active})
                     result = gate.run_mutant(adapter, runtime, scenarios, m.function)
-                    if result.status in ("Killed", "Survived"):
+                    dead = result.status in ("Timeout", "RuntimeError")
+                    if not dead:
                         adapter.call("mutant", {"name": ""})
-                except RuntimeUnavailable as exc:
+                except RuntimeUnavailable as exc:  # switching the mutant on or off: the process is gone
+                    dead = True
                     result = result or gate.GateRun("Timeout" if exc.kind == "timeout" else "RuntimeError",
                                                     why=f"{exc.kind}: {exc}")
-                if result.status in ("Timeout", "RuntimeError"):
+                if dead:
                     adapter.close()
                     adapter = None
             results[m.name] = result or gate.GateRun("NoCoverage")
