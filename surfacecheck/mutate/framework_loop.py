@@ -61,9 +61,11 @@ def baseline(runtime: str, work: Path, files: dict[str, str], timeout: float, pr
         adapter = open_adapter(runtime, work, files, timeout)
         adapter.call("mutant", {"name": ""})
         scenarios = gate.witnesses(runtime)
-        scenarios += gate.search_scripts(adapter, runtime, provider, examples=examples)
-        say(f"mutate: the gate: {len(scenarios)} scenarios ({examples} search sessions at seed {gate.SEED}); "
-            f"recording the unmutated verdicts")
+        searched = gate.search_scripts(adapter, runtime, provider, examples=examples)
+        scenarios += searched
+        say(f"mutate: the gate: {len(scenarios)} scenarios (the witnesses, and {len(searched)} sessions of "
+            f"{examples} search examples at seed {gate.SEED}, refused ones included); recording the unmutated "
+            f"verdicts")
         adapter.call("mutant", {"name": "stats"})
         for scenario in scenarios:
             adapter.call("hits", {})
