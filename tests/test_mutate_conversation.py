@@ -81,3 +81,22 @@ def test_a_sample_is_spread_over_the_whole_order_and_the_filter_matches_function
     assert [m.name for m in sample] == [f"x_f{i}__mutmut_1" for i in range(10)]
     assert {m.name for m in pick(mutants, ["x_f3"], None)} == {f"x_f3__mutmut_{k}" for k in range(1, 11)}
     assert set(MODULES) >= {"langchain", "strands"}
+
+
+def test_the_search_sessions_depend_on_the_seed_alone():
+    """The gate's search part is a fixed set of scripts: the same seed and counts give the same sessions (on the
+    in-process reference runtime, cheap), another seed others."""
+    from surfacecheck.mutate.framework_gate import search_scripts
+    from surfacecheck.runtime.registry import open_spec
+
+    def scripts(seed):
+        runtime = open_spec("reference", 10)
+        try:
+            return [(s.open_args, s.requests) for s in search_scripts(runtime, "reference", "anthropic", examples=6,
+                                                                      seed=seed)]
+        finally:
+            runtime.close()
+    first = scripts(7)
+    assert len(first) >= 6 and any(requests for _, requests in first)
+    assert scripts(7) == first
+    assert scripts(8) != first
