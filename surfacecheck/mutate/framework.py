@@ -13,7 +13,7 @@ langchain``, ``strands``; docs/mutate.md).
   hung or killed the process.
 * **The gate** (:mod:`.framework_gate`): the registered findings' witnesses and a fixed-seed, fixed-size contract
   search, each a fixed script whose verdict on the unmutated code is recorded once (twice, to drop a session
-  that does not repeat itself), with the mutated functions it reaches (``mutant stats``). A mutant runs only the
+  that does not repeat itself), with the mutated functions it reaches (mutmut's ``stats`` mode). A mutant runs only the
   scenarios that reach its function; one that no scenario reaches is *not reached*. Killed = a verdict differs.
 * **Scoring** as every ``mutate`` run (:mod:`.score`): killed / (killed + survived + not reached + timed out +
   crashed); a call past ``--timeout`` is *timed out*, a process that dies or breaks the protocol *crashed*.
@@ -195,7 +195,7 @@ def run_framework(runtime: str, report_dir: Path, *, files_glob: list[str] | Non
             "gate_settings": {"seed": gate.SEED, "examples": examples or gate.EXAMPLES, "steps": gate.STEPS,
                               "timeout_per_call_s": timeout},
             "kills": [{"id": m.name, "by": results[m.name].by, **results[m.name].detail}
-                      for m in chosen if results[m.name].status == "Killed"][:200],
+                      for m in chosen if results[m.name].status == "Killed"],
             "reports": {"mutation_json": str(report_dir / "mutation.json")}})
     return run
 
@@ -232,9 +232,5 @@ def _version() -> str:
         return version("mutmut")
     except Exception:  # noqa: BLE001
         return "(not installed)"
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
