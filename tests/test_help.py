@@ -71,7 +71,7 @@ def test_the_runtime_line_is_one_sentence_everywhere():
             assert line == common, command
     assert "since a trace replays where it failed" in lines["replay"]  # a different default says why
     assert "(default: none: required, a runtime that serves the conversation level)" in lines["contract"]
-    assert "embedded, dsh, the runtimes with a mutation tool (default: embedded)" in lines["mutate"]
+    assert "embedded, dsh, langchain, strands, the runtimes with a mutation tool (default: embedded)" in lines["mutate"]
 
 
 def test_check_help_opens_with_what_check_does_as_a_whole(monkeypatch, capsys):
