@@ -36,6 +36,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "strands": ("strands/agent/conversation_manager/summarizing_conversation_manager.py",
                 "strands/agent/conversation_manager/compression/context_compression.py",
                 "strands/agent/conversation_manager/sliding_window_conversation_manager.py"),
+    "deepagents": ("deepagents/middleware/summarization.py",),
+    "adk": ("google/adk/apps/compaction.py", "google/adk/apps/llm_event_summarizer.py"),
+    "openhands": ("openhands/sdk/context/condenser/llm_summarizing_condenser.py",
+                  "openhands/sdk/context/condenser/base.py"),
 }
 """The compaction modules of each framework runtime, as paths inside its environment's ``site-packages``."""
 STATUS_EXIT = {"Killed": 1, "Survived": 0, "NoCoverage": 33, "Timeout": 36, "RuntimeError": 40}
