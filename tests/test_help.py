@@ -67,11 +67,13 @@ def test_the_runtime_line_is_one_sentence_everywhere():
     assert common.endswith(f"(default: {DEFAULT_RUNTIME})")
     for command, line in lines.items():
         assert re.fullmatch(r"the runtime under test: [^()]+ \(default: [^()]+\)", line), (command, line)
-        if command not in ("replay", "mutate", "contract"):
+        if command not in ("replay", "mutate", "contract", "matrix"):
             assert line == common, command
     assert "since a trace replays where it failed" in lines["replay"]  # a different default says why
     assert "(default: none: required, a runtime that serves the conversation level)" in lines["contract"]
-    assert "embedded, dsh, langchain, strands, the runtimes with a mutation tool (default: embedded)" in lines["mutate"]
+    assert "embedded, dsh, langchain, strands, deepagents, adk, openhands, the runtimes with a mutation tool " \
+        "(default: embedded)" in lines["mutate"]
+    assert "(default: every runtime the contract can be asked of" in lines["matrix"]
 
 
 def test_check_help_opens_with_what_check_does_as_a_whole(monkeypatch, capsys):

@@ -47,8 +47,8 @@ def register(commands) -> None:
                        epilog=EPILOG, examples=EXAMPLES)
     add_common(p, timeout=60.0, report_dir=DEFAULT_DIR, reports="matrix.json, matrix.md, matrix.html, traces/")
     p.add_argument("--runtime", metavar="R[,R...]", default=None,
-                   help="the runtimes, comma-separated, in the table's order (default: every one that can be asked "
-                        "the contract; see --help's description)")
+                   help="the runtime under test: several, comma-separated, in the table's order (default: every "
+                        "runtime the contract can be asked of, dsh and embedded first, the reference runtime last)")
     p.add_argument("--seed", type=int, default=None, help="the search's seed (default: the fixed CI seed; printed)")
     p.add_argument("--examples", type=positive_count, default=None, metavar="N",
                    help="examples per search round (default: the ci profile's)")
