@@ -53,7 +53,7 @@ Stages, in order (--only/--skip select them; logs always runs):
   verify    the Hypothesis lockstep machines at every level, CI profile (surfacecheck verify);
   dsh       verify and the findings' traces on dsh's own library (--runtime dsh), whatever is tested;
   findings  dsh's own broken promises (spec 15): known ones from properties/findings.json, new ones fail (surfacecheck findings; --strict fails on known ones too);
-  contract  on a conversation-level runtime (langchain, strands, reference): the compaction contract's search, each promise held or broken, a broken one known (contract/findings.json) or NEW (surfacecheck contract); there, findings replays the contract's registered witnesses and bench times the runtime's own trigger check, and every other stage says why it does not apply;
+  contract  on a conversation-level runtime (langchain, strands, deepagents, adk, openhands, gemini, ai, reference): the compaction contract's search, each promise held, broken, n/a or unexercised, a broken one known (contract/findings.json) or NEW (surfacecheck contract); there, findings replays the contract's registered witnesses and bench times the runtime's own trigger check, and every other stage says why it does not apply;
   prove     the Z3 obligations and their negative controls (surfacecheck prove);
   explore   bounded exhaustive model checking at small bounds (surfacecheck explore);
   e2e       the seed scripts on the real dsh runtime from PyPI (surfacecheck e2e dsh);

@@ -11,9 +11,10 @@ from surfacecheck.options import add_common, command_parser
 from surfacecheck.runtime.select import DEFAULT_TIMEOUT
 
 DESCRIPTION = """\
-Search a conversation-level runtime (langchain, strands, reference, a cmd: child; docs/conversation-protocol.md)
-for the compaction contract's broken promises; dsh and embedded are driven through their event-log protocol
-(docs/conversation-protocol.md, "dsh and the model through the event-log protocol"). A Hypothesis state machine opens a session with the runtime's
+Search a conversation-level runtime (langchain, strands, deepagents, adk, openhands, gemini, ai, reference, a cmd:
+child; docs/conversation-protocol.md) for the compaction contract's broken promises; dsh and embedded are driven
+through their event-log protocol (docs/conversation-protocol.md, "dsh and the model through the event-log
+protocol"). A Hypothesis state machine opens a session with the runtime's
 own compaction settings (its defaults first and often), an initial history (many turns, parallel and consecutive
 tool calls, huge and tiny tool results, a pending call, a system message inside, earlier summaries), then sends
 turns (scripted model replies, fetch calls, overflow limits) and direct compactions (scripted summarizers that
@@ -23,7 +24,8 @@ The first example that breaks a promise is shrunk to a small witness and written
 again with that promise marked found, until two rounds in a row find nothing new, every promise is found, or the
 budget ends. One runtime process serves the whole search. The seed and one line per round go to stderr.
 
-Output: one row per promise, held or broken, with the witness trace (DIR/traces/contract-RUNTIME-PROMISE.jsonl),
+Output: one row per promise: held (sessions met what it judges and none broke it), unexercised (none met it),
+n/a (the runtime has nothing it judges) or broken, with the witness trace (DIR/traces/contract-RUNTIME-PROMISE.jsonl),
 its steps and the most messages a history held in it. 'surfacecheck replay TRACE' runs a witness again."""
 
 EPILOG = """\
@@ -84,8 +86,8 @@ def main(args) -> int:
     if entry is not None and entry.levels and "conversation" not in entry.levels \
             and not through_event_log(args.runtime):
         return _usage(args, f"runtime {args.runtime!r} does not serve the conversation level; conversation-level "
-                            "runtimes: langchain, strands, reference, cmd:COMMAND (dsh and embedded through the "
-                            "event-log bridge)")
+                            f"runtimes: {', '.join(registry.conversation_runtimes())}, cmd:COMMAND (dsh and embedded "
+                            "through the event-log bridge)")
     command = "surfacecheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["contract"] \
         else None
     try:
