@@ -13,6 +13,7 @@ from surfacecheck.core.argtypes import positive_count
 from surfacecheck.options import DEFAULT_RUNTIME, add_common, command_parser
 from surfacecheck.runtime.registry import mutable
 
+from .framework import runtimes as framework_runtimes
 from .units import STAGES
 
 DESCRIPTION = """\
@@ -29,6 +30,12 @@ the gate is, what survives is what it would miss.
                       With --workers N (or --scheduler ADDRESS) each mutant is one Dask task: mutmut's preparation
                       runs here once, every worker keeps one warmed-up gate that forks each mutant as mutmut does;
                       the same verdicts and report at any N, times aside (--concurrency is not used).
+  --runtime langchain, strands
+                      mutmut over the framework's own compaction modules, read from its cached environment and
+                      mutated in a temporary copy; the gate is the compaction contract: the registered findings'
+                      witnesses and a fixed-seed contract search of --examples sessions, each verdict compared with
+                      the unmutated one. One adapter process serves every mutant (switched per session); a mutant
+                      runs only the scenarios that reach its function. --max-mutants / --functions run a subset.
 
 The gate is built from stages (--gate): runtime (protocol conformance and every scenario and corpus log appended
 event by event next to the model), findings (every registered finding's witness must still reproduce), verify
@@ -68,13 +75,15 @@ EXAMPLES = (
     "surfacecheck mutate --files claims.py --min-score 80",
     "surfacecheck mutate --runtime dsh --files 'dsh-token-meter/*' --incremental",
     "surfacecheck mutate --runtime embedded --workers 2 -v",
+    "surfacecheck mutate --runtime langchain --functions '*_should_summarize*' --max-mutants 20",
 )
 
 
 def register(commands) -> None:
     p = command_parser(commands, "mutate", help="mutation testing of the runtime under test: how strong is the gate",
                        description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
-    add_common(p, runtime=DEFAULT_RUNTIME, runtimes=mutable(), runtimes_why="the runtimes with a mutation tool",
+    add_common(p, runtime=DEFAULT_RUNTIME, runtimes=mutable() + framework_runtimes(),
+               runtimes_why="the runtimes with a mutation tool",
                timeout=10.0, timeout_note="one call inside the gate",
                report_dir=None, reports="default: reports/out/mutate-RUNTIME")
     p.add_argument("--files", nargs="+", metavar="GLOB", default=None,
@@ -100,6 +109,14 @@ def register(commands) -> None:
     p.add_argument("--timeout-ms", type=int, default=10000, metavar="MS", help="see --timeout-factor (default 10000)")
     p.add_argument("--corpus", type=Path, default=None, help="corpus directory (default: as check)")
     p.add_argument("--keep-work", action="store_true", help="keep the mutated working copy (its path is printed)")
+    p.add_argument("--max-mutants", type=positive_count, default=None, metavar="N",
+                   help="langchain, strands: run at most N mutants, evenly spread over mutmut's order (a sample; "
+                        "the same at every run)")
+    p.add_argument("--functions", nargs="+", metavar="GLOB", default=None,
+                   help="langchain, strands: only the mutants of functions (or mutants) matching a glob over "
+                        "mutmut's names, e.g. '*_should_summarize*' or 'xǁSummarizationMiddlewareǁbefore_model*'")
+    p.add_argument("--examples", type=positive_count, default=None, metavar="N",
+                   help="langchain, strands: contract search sessions in the gate (default 30, seed fixed)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every survivor")
     cluster.add_arguments(p, "the mutants (--runtime embedded; one mutant per task)")
     p.set_defaults(func=run_mutate)
@@ -137,6 +154,8 @@ def run_mutate(args: argparse.Namespace) -> int:
                           timeout_factor=args.timeout_factor, timeout_ms=args.timeout_ms, corpus=corpus,
                           modules=explicit_modules("dsh"), keep_work=args.keep_work, say=say,
                           min_score=args.min_score, shortcut=not args.no_shortcut)
+        elif args.runtime in framework_runtimes():
+            run = _framework(args, report_dir, say)
         else:
             run = _embedded(args, report_dir, corpus, say)
     except (ValueError, cluster.ClusterUnavailable) as exc:
@@ -169,6 +188,18 @@ def _embedded(args, report_dir: Path, corpus: Path, say):
 
         return MutationRun("embedded", "mutmut", args.gate, files, report_dir, min_score=args.min_score,
                            void=f"the Dask run was lost: {exc}")
+
+
+def _framework(args, report_dir: Path, say):
+    """``--runtime langchain`` (``strands``, ...): mutmut over the framework's compaction modules."""
+    from .framework import run_framework
+
+    if cluster.wanted(args):
+        raise ValueError(f"--workers/--scheduler work with --runtime embedded; --runtime {args.runtime} runs its "
+                         "mutants in one adapter process")
+    return run_framework(args.runtime, report_dir, files_glob=args.files, functions=args.functions,
+                         max_mutants=args.max_mutants, examples=args.examples, timeout=args.timeout,
+                         keep_work=args.keep_work, say=say, min_score=args.min_score)
 
 
 def _usage(args, message: str) -> int:

@@ -1,7 +1,7 @@
 """The ``mutate`` stage of ``surfacecheck check``: opt-in (``check --only mutate``), since mutation testing of dsh's
 default files takes tens of minutes on two cores (docs/mutate.md has the measured times). Run, it is
-``surfacecheck mutate`` with its defaults against the runtime under test (dsh or embedded); the score is reported,
-a void run is inconclusive."""
+``surfacecheck mutate`` with its defaults against the runtime under test (dsh, embedded, or a framework such as
+langchain); the score is reported, a void run is inconclusive."""
 from __future__ import annotations
 
 import sys
@@ -19,8 +19,11 @@ def stage(ctx: CheckContext) -> StageResult:
     if "mutate" not in ctx.requested:
         why = "opt-in: run with --only mutate, or surfacecheck mutate; tens of minutes for dsh's default files"
         return StageResult("mutate", SKIPPED, {"skipped": why}, why)
-    if runtime not in mutable():
-        why = f"mutation testing changes the runtime's own code: {' or '.join(mutable())}, not {ctx.runtime}"
+    from .framework import runtimes as framework_runtimes
+
+    if runtime not in mutable() + framework_runtimes():
+        why = (f"mutation testing changes the runtime's own code: "
+               f"{' or '.join(mutable() + framework_runtimes())}, not {ctx.runtime}")
         return StageResult("mutate", SKIPPED, {"skipped": why}, why)
     from .run import run_dsh
     from .units import STAGES
@@ -36,6 +39,10 @@ def stage(ctx: CheckContext) -> StageResult:
         run = run_dsh(None, STAGES, out, verify_profile="smoke", concurrency=2, incremental=False,
                       timeout=ctx.timeout, timeout_factor=2.0, timeout_ms=10000, corpus=ctx.corpus,
                       modules=explicit_modules("dsh"), keep_work=False, say=say, min_score=None)
+    elif runtime in framework_runtimes():
+        from .framework import run_framework
+
+        run = run_framework(runtime, out, timeout=ctx.timeout, say=say, progress=False)
     else:
         from .embedded import run_embedded
 
