@@ -12,6 +12,9 @@ runtime (``pristine.py``); afterwards a unit whose every answer has the unmutate
 instead of its full run, and any other goes down its full path — the same verdicts, a survivor several times
 cheaper. ``--no-shortcut`` runs every unit in full.
 
+``serve --framework --runtime gemini|ai`` serves the compaction contract's scenarios instead of the dsh gate's
+stages (``node_gate.py``; ``mutate --runtime gemini``, ``ai``): the same requests and replies.
+
 ``once`` runs the whole gate and exits 0 (passed), 1 (failed: a kill) or 3 (inconclusive), for tools that run
 a command per mutant (mutmut).
 """

@@ -1,4 +1,5 @@
-// surfacecheck's gate as a StrykerJS test runner (`surfacecheck mutate --runtime dsh`; surfacecheck/mutate/).
+// surfacecheck's gate as a StrykerJS test runner (`surfacecheck mutate --runtime dsh`, and `--runtime gemini|ai`,
+// whose gate serves the compaction contract's scenarios as its units; surfacecheck/mutate/).
 //
 // Each Stryker worker keeps one gate process (`python -m surfacecheck.mutate.gate serve`), so Python and the suite
 // load once per worker, not once per mutant. A run is one JSON line each way (gate.py's docstring). The gate's
