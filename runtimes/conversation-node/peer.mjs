@@ -6,6 +6,7 @@
 // counted in code points and args as Python's json.dumps(sort_keys=True) writes them, non-ASCII escaped);
 // Replies and Summaries are the scripted model and summarizer with the same outcomes.
 import { createInterface } from 'node:readline';
+import { mutationOps } from './mutation.mjs';
 
 export const PROTOCOL = 'surfacecheck-runtime/1';
 export const LEVEL = 'conversation';
@@ -158,6 +159,7 @@ export function checkArgs(args, keys) {
 /** Answer requests until stdin ends. openSession(args) returns [session, answer]; a session has async turn(args)
  * and compact(args); extraOps (name -> async handler of args) are announced in hello after the shared ones. */
 export async function serve(name, version, openSession, extraOps = {}, hello = {}) {
+  extraOps = { ...extraOps, ...mutationOps() }; // surfacecheck mutate only (mutation.mjs)
   let session = null;
   const write = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity, terminal: false });

@@ -14,6 +14,7 @@ from surfacecheck.options import DEFAULT_RUNTIME, add_common, command_parser
 from surfacecheck.runtime.registry import mutable
 
 from .framework import runtimes as framework_runtimes
+from .stryker_frameworks import runtimes as node_runtimes
 from .units import STAGES
 
 DESCRIPTION = """\
@@ -36,6 +37,11 @@ the gate is, what survives is what it would miss.
                       witnesses and a fixed-seed contract search of --examples sessions, each verdict compared with
                       the unmutated one. One adapter process serves every mutant (switched per session); a mutant
                       runs only the scenarios that reach its function. --max-mutants / --functions run a subset.
+  --runtime gemini, ai
+                      StrykerJS over the Node framework's compaction code (gemini-cli-core's chat compression,
+                      the AI SDK's pruneMessages: only that function's lines of its bundle), in a working copy of
+                      the cached install; the same contract gate as langchain, as Stryker's test runner: each
+                      scenario one test, perTest coverage, one adapter process switched per mutant.
 
 The gate is built from stages (--gate): runtime (protocol conformance and every scenario and corpus log appended
 event by event next to the model), findings (every registered finding's witness must still reproduce), verify
@@ -75,14 +81,15 @@ EXAMPLES = (
     "surfacecheck mutate --files claims.py --min-score 80",
     "surfacecheck mutate --runtime dsh --files 'dsh-token-meter/*' --incremental",
     "surfacecheck mutate --runtime embedded --workers 2 -v",
-    "surfacecheck mutate --runtime langchain --max-mutants 50",
+    "surfacecheck mutate --runtime langchain --functions '*_should_summarize*' --max-mutants 20",
+    "surfacecheck mutate --runtime ai --json",
 )
 
 
 def register(commands) -> None:
     p = command_parser(commands, "mutate", help="mutation testing of the runtime under test: how strong is the gate",
                        description=DESCRIPTION, epilog=EPILOG, examples=EXAMPLES)
-    add_common(p, runtime=DEFAULT_RUNTIME, runtimes=mutable() + framework_runtimes(),
+    add_common(p, runtime=DEFAULT_RUNTIME, runtimes=mutable() + framework_runtimes() + node_runtimes(),
                runtimes_why="the runtimes with a mutation tool",
                timeout=10.0, timeout_note="one call inside the gate",
                report_dir=None, reports="default: reports/out/mutate-RUNTIME")
@@ -110,13 +117,14 @@ def register(commands) -> None:
     p.add_argument("--corpus", type=Path, default=None, help="corpus directory (default: as check)")
     p.add_argument("--keep-work", action="store_true", help="keep the mutated working copy (its path is printed)")
     p.add_argument("--max-mutants", type=positive_count, default=None, metavar="N",
-                   help="langchain, strands: run at most N mutants, evenly spread over mutmut's order (a sample; "
-                        "the same at every run)")
+                   help="langchain, strands, gemini, ai: run at most N mutants, evenly spread over the tool's "
+                        "order (a sample; the same at every run)")
     p.add_argument("--functions", nargs="+", metavar="GLOB", default=None,
                    help="langchain, strands: only the mutants of functions (or mutants) matching a glob over "
                         "mutmut's names, e.g. '*_should_summarize*' or 'xǁSummarizationMiddlewareǁbefore_model*'")
     p.add_argument("--examples", type=positive_count, default=None, metavar="N",
-                   help="langchain, strands: contract search sessions in the gate (default 30, seed fixed)")
+                   help="langchain, strands, gemini, ai: contract search sessions in the gate (default 30, seed "
+                        "fixed)")
     p.add_argument("-v", "--verbose", action="store_true", help="list every survivor")
     cluster.add_arguments(p, "the mutants (--runtime embedded; one mutant per task)")
     p.set_defaults(func=run_mutate)
@@ -156,6 +164,8 @@ def run_mutate(args: argparse.Namespace) -> int:
                           min_score=args.min_score, shortcut=not args.no_shortcut)
         elif args.runtime in framework_runtimes():
             run = _framework(args, report_dir, say)
+        elif args.runtime in node_runtimes():
+            run = _node(args, report_dir, say)
         else:
             run = _embedded(args, report_dir, corpus, say)
     except (ValueError, cluster.ClusterUnavailable) as exc:
@@ -200,6 +210,24 @@ def _framework(args, report_dir: Path, say):
     return run_framework(args.runtime, report_dir, files_glob=args.files, functions=args.functions,
                          max_mutants=args.max_mutants, examples=args.examples, timeout=args.timeout,
                          keep_work=args.keep_work, say=say, min_score=args.min_score)
+
+
+def _node(args, report_dir: Path, say):
+    """``--runtime gemini``, ``ai``: StrykerJS over the Node framework's compaction code (concurrency 1: one
+    adapter process serves every mutant)."""
+    from surfacecheck.runtime.conversation.node import spec_problem
+
+    from .stryker_frameworks import run_node
+
+    if cluster.wanted(args) or args.files or args.functions:
+        raise ValueError(f"--runtime {args.runtime} takes no --workers/--scheduler, --files or --functions: it "
+                         "mutates the compaction declarations of stryker_frameworks.TARGETS")
+    problem = spec_problem(args.runtime)
+    if problem:
+        raise ValueError(problem)
+    return run_node(args.runtime, report_dir, max_mutants=args.max_mutants, examples=args.examples,
+                    timeout=args.timeout, timeout_factor=args.timeout_factor, timeout_ms=args.timeout_ms,
+                    keep_work=args.keep_work, say=say, min_score=args.min_score)
 
 
 def _usage(args, message: str) -> int:

@@ -12,6 +12,9 @@ runtime (``pristine.py``); afterwards a unit whose every answer has the unmutate
 instead of its full run, and any other goes down its full path — the same verdicts, a survivor several times
 cheaper. ``--no-shortcut`` runs every unit in full.
 
+``serve --framework --runtime gemini|ai`` serves the compaction contract's scenarios instead of the dsh gate's
+stages (``node_gate.py``; ``mutate --runtime gemini``, ``ai``): the same requests and replies.
+
 ``once`` runs the whole gate and exits 0 (passed), 1 (failed: a kill) or 3 (inconclusive), for tools that run
 a command per mutant (mutmut).
 """
@@ -190,12 +193,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", type=Path, default=None)
     p.add_argument("--timeout", type=float, default=10.0, help="per-call runtime timeout (s)")
     p.add_argument("--no-shortcut", action="store_true", help="serve: run every unit in full for every mutant")
+    p.add_argument("--framework", action="store_true",
+                   help="serve: the units are the compaction contract's scenarios on a Node framework runtime "
+                        "(--runtime gemini|ai; node_gate.py), not the dsh gate's stages")
+    p.add_argument("--examples", type=int, default=30, help="--framework: contract search sessions in the gate")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     os.environ["SURFACECHECK_MUTATE"] = "1"  # the dsh adapter's mutation hooks (runtimes/dsh/adapter/stryker.mjs)
+    if args.framework:
+        if args.mode != "serve":
+            print("--framework works with serve only", file=sys.stderr)
+            return 2
+        from .node_gate import NodeWorker
+
+        return _serve([], {}, NodeWorker(args.runtime, args.examples, args.timeout))
     stages = tuple(s for s in args.gate.split(",") if s)
     units = gate_units(stages, args.corpus)
     shared_args = {"spec": args.runtime, "timeout": args.timeout, "corpus": args.corpus,
@@ -207,10 +221,16 @@ def main(argv: list[str] | None = None) -> int:
         result = run_gate(units, shared_args, mutant=os.environ.get(ACTIVE_MUTANT))
         print(json.dumps({k: v for k, v in result.items() if k != "tests"}), file=sys.stderr)
         return {PASSED: 0, FAILED: 1, INCONCLUSIVE: 3}[result["status"]]
+    worker = None if args.no_shortcut or not args.runtime.startswith("dsh") else Worker(units, shared_args)
+    return _serve(units, shared_args, worker)
+
+
+def _serve(units: list[Unit], shared_args: dict, worker) -> int:
+    """Answer the runner's requests, one JSON line each way, until stdin ends (``worker``: a :class:`Worker`,
+    a ``node_gate.NodeWorker``, or None: every run in full)."""
     _exit_with_parent()
     out = sys.stdout
     sys.stdout = sys.stderr  # whatever a unit prints must not break the framing
-    worker = None if args.no_shortcut or not args.runtime.startswith("dsh") else Worker(units, shared_args)
     for line in sys.stdin:
         if not line.strip():
             continue

@@ -129,13 +129,14 @@ def run_dsh(files_glob: list[str] | None, gate: tuple[str, ...], report_dir: Pat
     with working_folder("surfacecheck-mutate-dsh-", run, keep_work, say) as work:
         from .stryker import working_copy
 
-        mutated_modules = working_copy(work, files, source)
+        mutated_modules = working_copy(work, sorted({f"@deepseek-ai/{f.package}" for f in files}), source)
         say(f"mutate: working copy of {len(files)} dsh files in {work}")
         gate_args = ["--runtime", f"dsh:{mutated_modules}", "--gate", ",".join(gate), "--verify-profile",
                      verify_profile, "--timeout", str(timeout)] + (["--corpus", str(corpus)] if corpus else []) + \
             ([] if shortcut else ["--no-shortcut"])
         try:
-            result = run_stryker(work, files, out, gate_args, concurrency=concurrency, incremental=incremental,
+            result = run_stryker(work, [f"pkgs/@deepseek-ai/{f.package}/lib/index.js:{f.start}-{f.end}" for f in files],
+                                 out, gate_args, concurrency=concurrency, incremental=incremental,
                                  timeout_ms=timeout_ms, timeout_factor=timeout_factor, say=say)
         except RuntimeError as exc:
             run.baseline = _read_json(out / "baseline.json")

@@ -1,4 +1,5 @@
-"""StrykerJS over a working copy of dsh's installed packages (``mutate --runtime dsh``).
+"""StrykerJS over a working copy of installed npm packages (``mutate --runtime dsh``; the Node conversation
+runtimes' ``gemini`` and ``ai`` reuse it, ``stryker_frameworks.py``).
 
 The working copy is a fresh folder: the packages holding the chosen files are copied to ``pkgs/@deepseek-ai`` (Stryker
 never mutates under a ``node_modules``), the rest of the installed tree is copied to ``node_modules`` where those
@@ -17,9 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from surfacecheck.runtime.dsh import ADAPTER, cache_root, ensure_installed, node_binary, npm_ci_cached
-
-from .dsh_files import SourceFile
+from surfacecheck.runtime.dsh import ADAPTER, cache_root, node_binary, npm_ci_cached
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 STRYKER = ADAPTER / "mutate"
@@ -36,26 +35,49 @@ def stryker_cli(progress=None) -> Path:
     return modules / "@stryker-mutator" / "core" / "bin" / "stryker.js"
 
 
-def working_copy(work: Path, files: list[SourceFile], source: Path | None = None) -> Path:
-    """Lay out ``work`` (see the module docstring) from ``source`` (default: the pinned, cached install);
-    returns the ``node_modules`` folder the gate's ``dsh:`` runtime is pointed at."""
-    source = source or ensure_installed()
-    modules, pkgs = work / "node_modules", work / "pkgs" / "@deepseek-ai"
-    shutil.copytree(source, modules, symlinks=True)
-    pkgs.mkdir(parents=True)
-    for package in sorted({f.package for f in files}):
-        shutil.move(str(modules / "@deepseek-ai" / package), str(pkgs / package))
-        (modules / "@deepseek-ai" / package).symlink_to(Path("..") / ".." / "pkgs" / "@deepseek-ai" / package)
+def working_copy(work: Path, packages: list[str], source: Path, *, link_rest: bool = False) -> Path:
+    """Lay out ``work`` from the installed ``node_modules`` ``source``: each of ``packages`` (``@scope/name`` or
+    ``name``) copied to ``work/pkgs/PACKAGE`` and symlinked back from ``work/node_modules/PACKAGE``, so Node
+    resolves it to the copy Stryker mutates. The rest of the tree is copied (``link_rest=False``: dsh's packages
+    import each other, and each must find the mutated copies) or symlinked entry by entry into ``source``
+    (``link_rest=True``: a tree of hundreds of megabytes whose packages never import the mutated one); a mutated
+    package's own nested ``node_modules`` is always a symlink. Returns ``work/node_modules``; ``source`` is only
+    read."""
+    modules, pkgs = work / "node_modules", work / "pkgs"
+    moved = set(packages)
+    if link_rest:
+        modules.mkdir(parents=True)
+        for entry in sorted(source.iterdir()):
+            scoped = [f"{entry.name}/{e.name}" for e in entry.iterdir()] if entry.name.startswith("@") else []
+            if entry.name.startswith("@") and any(p in moved for p in scoped):
+                (modules / entry.name).mkdir()
+                for inner in sorted(entry.iterdir()):
+                    if f"{entry.name}/{inner.name}" not in moved:
+                        (modules / entry.name / inner.name).symlink_to(inner)
+            elif entry.name not in moved:
+                (modules / entry.name).symlink_to(entry)
+    else:
+        shutil.copytree(source, modules, symlinks=True)
+    for package in sorted(moved):
+        target = pkgs / package
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(source / package, target, symlinks=True, ignore=shutil.ignore_patterns("node_modules"))
+        if (source / package / "node_modules").is_dir():
+            (target / "node_modules").symlink_to((source / package / "node_modules").resolve())
+        link = modules / package
+        if link.is_symlink() or link.exists():
+            shutil.rmtree(link) if link.is_dir() and not link.is_symlink() else link.unlink()
+        link.symlink_to(Path(os.path.relpath(target, link.parent)))
     return modules
 
 
-def config(work: Path, files: list[SourceFile], out: Path, *, concurrency: int, incremental: bool,
+def config(work: Path, mutate: list[str], out: Path, *, concurrency: int, incremental: bool,
            timeout_ms: int, timeout_factor: float) -> dict:
     """The Stryker configuration of one run (written to ``WORK/stryker.config.json``)."""
     return {
         "testRunner": "surfacecheck",
         "plugins": [str(PLUGIN)],
-        "mutate": [f"pkgs/@deepseek-ai/{f.package}/lib/index.js:{f.start}-{f.end}" for f in files],
+        "mutate": mutate,
         "inPlace": True,
         "coverageAnalysis": "perTest",
         "concurrency": concurrency,
@@ -75,18 +97,21 @@ def config(work: Path, files: list[SourceFile], out: Path, *, concurrency: int, 
     }
 
 
-def run_stryker(work: Path, files: list[SourceFile], out: Path, gate_args: list[str], *, concurrency: int,
-                incremental: bool, timeout_ms: int, timeout_factor: float, say, deadline: float | None = None, dry_run_only: bool = False) -> dict:
-    """Run Stryker; its JSON report (mutation-testing-report-schema) and how the run went. Raises RuntimeError
-    with Stryker's last lines when it fails (e.g. the dry run of the unmutated gate failed)."""
+def run_stryker(work: Path, mutate: list[str], out: Path, gate_args: list[str], *, concurrency: int,
+                incremental: bool, timeout_ms: int, timeout_factor: float, say, deadline: float | None = None, dry_run_only: bool = False,
+                env: dict[str, str] | None = None, select: list[str] | None = None) -> dict:
+    """Run Stryker over ``mutate`` (Stryker's ``FILE:START-END`` patterns, relative to ``work``); its JSON report (mutation-testing-report-schema) and how the run went. Raises RuntimeError
+    with Stryker's last lines when it fails (e.g. the dry run of the unmutated gate failed). ``env``: more variables
+    for Stryker and the gate processes; ``select``: the only mutants the runner runs (``mutant_key`` of each; the
+    others are answered at once as not selected, and dropped from the figures by the caller)."""
     cli = stryker_cli(say)
     out.mkdir(parents=True, exist_ok=True)
-    settings = config(work, files, out, concurrency=concurrency, incremental=incremental, timeout_ms=timeout_ms,
+    settings = config(work, mutate, out, concurrency=concurrency, incremental=incremental, timeout_ms=timeout_ms,
                       timeout_factor=timeout_factor)
     (work / "stryker.config.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
     log = out / "stryker.log"
-    env = dict(os.environ)
-    env["SURFACECHECK_MUTATE_GATE"] = json.dumps({
+    env = {**os.environ, **(env or {})}
+    env["SURFACECHECK_MUTATE_GATE"] = json.dumps({"select": select,
         "python": sys.executable, "args": gate_args, "cwd": str(ROOT), "log": str(out / "gate.log"),
         "times": str(out / "times.jsonl"), "baseline": str(out / "baseline.json"),
         "coverage": str(out / "coverage.json")})

@@ -1,4 +1,5 @@
-// surfacecheck's gate as a StrykerJS test runner (`surfacecheck mutate --runtime dsh`; surfacecheck/mutate/).
+// surfacecheck's gate as a StrykerJS test runner (`surfacecheck mutate --runtime dsh`, and `--runtime gemini|ai`,
+// whose gate serves the compaction contract's scenarios as its units; surfacecheck/mutate/).
 //
 // Each Stryker worker keeps one gate process (`python -m surfacecheck.mutate.gate serve`), so Python and the suite
 // load once per worker, not once per mutant. A run is one JSON line each way (gate.py's docstring). The gate's
@@ -14,6 +15,13 @@ import { appendFileSync, openSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 const GATE = JSON.parse(process.env.SURFACECHECK_MUTATE_GATE || 'null');
+// `surfacecheck mutate --max-mutants N` (Stryker has no cap of its own): the only mutants run, by mutantKey; any
+// other is answered at once as not selected, and dropped from surfacecheck's figures.
+const SELECTED = GATE?.select ? new Set(GATE.select) : null;
+const NOT_SELECTED = 'not selected (--max-mutants)';
+
+/** What names a mutant across Stryker runs: mutator, 0-based span, replacement (surfacecheck/mutate/stryker_frameworks.py). */
+export const mutantKey = (m) => `${m.mutatorName}|${m.location.start.line}:${m.location.start.column}-${m.location.end.line}:${m.location.end.column}|${m.replacement}`;
 
 class Gate {
   constructor() {
@@ -98,6 +106,7 @@ class SurfacecheckTestRunner {
   }
 
   async mutantRun(options) {
+    if (SELECTED && !SELECTED.has(mutantKey(options.activeMutant))) return { status: 'error', errorMessage: NOT_SELECTED };
     const started = Date.now();
     const result = await this.judge(options);
     // Time per mutant for surfacecheck's report (one short line per append: atomic with O_APPEND).

@@ -46,7 +46,8 @@ def adapter_command(name: str) -> tuple[list[str], dict[str, str]]:
     node = node_binary()
     if node is None:
         raise RuntimeUnavailable("unsupported", INSTALL_HINT)
-    modules = ensure_installed()
+    # A working copy (``surfacecheck mutate --runtime gemini|ai``) names its own node_modules in MODULES_ENV.
+    modules = Path(os.environ[MODULES_ENV]) if os.environ.get(MODULES_ENV) else ensure_installed()
     env = dict(os.environ)
     env[MODULES_ENV] = str(modules)
     # The adapters import the packages by path from the cache; Node resolves their own imports from there.
