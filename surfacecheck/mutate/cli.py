@@ -80,8 +80,7 @@ def _percent(value: str) -> float:
 EXAMPLES = (
     "surfacecheck mutate --files claims.py --min-score 80",
     "surfacecheck mutate --runtime dsh --files 'dsh-token-meter/*' --incremental",
-    "surfacecheck mutate --runtime embedded --workers 2 -v",
-    "surfacecheck mutate --runtime langchain --functions '*_should_summarize*' --max-mutants 20",
+    "surfacecheck mutate --runtime langchain --max-mutants 50",
     "surfacecheck mutate --runtime ai --json",
 )
 
