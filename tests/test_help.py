@@ -71,7 +71,7 @@ def test_the_runtime_line_is_one_sentence_everywhere():
             assert line == common, command
     assert "since a trace replays where it failed" in lines["replay"]  # a different default says why
     assert "(default: none: required, a runtime that serves the conversation level)" in lines["contract"]
-    assert "embedded, dsh, langchain, strands, deepagents, adk, openhands, the runtimes with a mutation tool " \
+    assert "embedded, dsh, langchain, strands, deepagents, adk, openhands, gemini, ai, the runtimes with a mutation tool " \
         "(default: embedded)" in lines["mutate"]
     assert "(default: every runtime the contract can be asked of" in lines["matrix"]
 

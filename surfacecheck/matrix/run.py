@@ -138,7 +138,7 @@ def row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, timeout:
         else:
             out.append(Cell(promise, HELD, exercised=n))
     version = result.version or {}
-    named = f"{version.get('name')} {version.get('version')}".strip() if version else None
+    named = f"{version.get('name')} {version.get('version') or ''}".strip() if version else None
     run = {"seconds": round(result.seconds, 1), "examples": result.examples, "rounds": result.rounds,
            "command": f"surfacecheck contract --runtime {spec} --seed {seed}"}
     return Row(spec, tuple(out), version=named, provider=result.provider, inconclusive=result.inconclusive, run=run)

@@ -52,7 +52,7 @@ class EventLogConversation:
     def hello(self) -> dict[str, Any]:
         inner = self.inner.hello() or {}
         return {"protocol": PROTOCOL, "name": self.name, "levels": [CONVERSATION], "ops": list(peer.OPS),
-                "runtime": {"name": inner.get("name", self.name), "version": VERSION,
+                "runtime": {"name": inner.get("name", self.name), "version": inner.get("version") or "", "bridge": VERSION,
                             "through": "event-log protocol"}}
 
     def call(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
