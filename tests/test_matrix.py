@@ -70,12 +70,12 @@ def test_a_declared_gap_is_not_applicable_and_an_unmet_premise_is_not_held(tmp_p
 def test_markdown_links_a_registered_witness_from_the_page():
     cell = {"promise": "contract-progress", "state": "broken", "finding": "LC9", "class": "defect",
             "witness": "surfacecheck/contract/witnesses/LC9.jsonl", "replay": 1, "control": 0}
-    assert cell_md(cell, "../") == "**broken** LC9 defect [witness](../surfacecheck/contract/witnesses/LC9.jsonl)"
+    assert cell_md(cell, "../") == "**broken** [LC9](../surfacecheck/contract/witnesses/LC9.jsonl) defect"
     data = {"verdict": "ok", "meanings": {"contract-progress": "shrinks"}, "runs": {"x": {"seconds": 1.0}},
             "table": {"seed": 1, "examples": None, "promises": ["contract-progress"],
                       "rows": [{"runtime": "x", "version": "x 1", "provider": "openai", "cells": [cell]}]}}
     page = markdown(data, "surfacecheck matrix --seed 1", "../")
-    assert "| `contract-progress` | **broken** LC9 defect [witness](../surfacecheck/" in page
+    assert "| `contract-progress` | **broken** [LC9](../surfacecheck/" in page
 
 
 @pytest.mark.parametrize("spec, words", [("nonesuch", "unknown runtime"), ("cmd:true", "conversation level")])

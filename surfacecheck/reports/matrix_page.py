@@ -25,11 +25,17 @@ def cell_md(cell: dict, link_base: str = "") -> str:
         return f"held ({cell.get('exercised', 0)})"
     if state == "broken":
         new = cell.get("finding") == "NEW"
-        what = "NEW" if new else f"{cell.get('finding')} {cell.get('class') or ''}".strip()
+        name = "NEW" if new else str(cell.get("finding")).split("-")[0]
         witness = cell.get("witness")
-        link = f" [witness]({'' if new else link_base}{witness})" if witness and not witness.startswith("/") else ""
-        return f"**broken** {what}{link}"
+        if witness and not witness.startswith("/"):
+            name = f"[{name}]({'' if new else link_base}{witness})"
+        return f"**broken** {name}" + ("" if new else f" {cell.get('class') or ''}").rstrip()
     return {"not-applicable": "n/a", "not-exercised": "not exercised"}.get(state, state)
+
+
+def broken_cells(table: dict) -> list[dict]:
+    """Every broken or stale cell with its runtime, for the list under the table."""
+    return [{"runtime": r["runtime"], **c} for r in table["rows"] for c in r["cells"] if c["state"] in ("broken", "stale")]
 
 
 def _notes(table: dict) -> list[dict]:
@@ -45,7 +51,7 @@ def _env(autoescape: bool) -> Environment:
     env = Environment(loader=PackageLoader("surfacecheck.reports", "templates"),
                       autoescape=select_autoescape(["html"]) if autoescape else False,
                       trim_blocks=False, lstrip_blocks=False, keep_trailing_newline=True)
-    env.globals.update(cell_of=cell_of)
+    env.globals.update(cell_of=cell_of, broken_cells=broken_cells)
     return env
 
 
