@@ -31,8 +31,14 @@ def _measured(value: Any) -> bool:
 
 
 def figure(variants: dict[str, dict[str, Any]], title: str):
-    """The two log-log panels (time, operations), one line per variant."""
-    fig, (times, ops) = plt.subplots(1, 2, figsize=(13, 5.5))
+    """The two log-log panels (time, operations), one line per variant; the time panel alone, its legend beside
+    it, when no series reports operation counts (runtimes timed in their own process)."""
+    counted = any(p.get("ops") is not None for s in variants.values() for p in s["points"])
+    if counted:
+        fig, (times, ops) = plt.subplots(1, 2, figsize=(13, 5.5))
+    else:
+        fig, times = plt.subplots(1, 1, figsize=(12, 5.5))
+        ops = None
     for index, (name, series) in enumerate(variants.items()):
         points = [p for p in series["points"] if _measured(p.get("median_ns"))]
         if not points:
@@ -41,12 +47,12 @@ def figure(variants: dict[str, dict[str, Any]], title: str):
         label = series.get("label", name)
         marker = _MARKERS[index % len(_MARKERS)]
         times.plot(sizes, [p["median_ns"] / 1000 for p in points], marker=marker, label=label)
-        if all(p.get("ops") is not None for p in points):
+        if ops is not None and all(p.get("ops") is not None for p in points):
             ops.plot(sizes, [max(p["ops"], 0.5) for p in points], marker=marker, label=label)
-    for axis, ylabel, heading in (
-        (times, "median time per append (µs)", "time per append"),
-        (ops, "elementary operations per append", "cost model (nodes touched + elements copied)"),
-    ):
+    panels = [(times, "median time per append (µs)", "time per append")]
+    if ops is not None:
+        panels.append((ops, "elementary operations per append", "cost model (nodes touched + elements copied)"))
+    for axis, ylabel, heading in panels:
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.set_xlabel("surface size (nodes)")
@@ -54,7 +60,10 @@ def figure(variants: dict[str, dict[str, Any]], title: str):
         axis.set_title(heading)
         axis.grid(True, which="both", alpha=0.3)
         if axis.get_lines():
-            axis.legend(fontsize=8)
+            if ops is None:
+                axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+            else:
+                axis.legend(fontsize=8)
         elif axis is ops:
             axis.text(0.5, 0.5, "no operation counts reported", transform=axis.transAxes, ha="center", va="center")
     fig.suptitle(title, fontsize=10)
