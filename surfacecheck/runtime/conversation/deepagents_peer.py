@@ -26,6 +26,7 @@ from importlib.metadata import version as package_version
 from typing import Annotated, Any
 
 import peer
+from lc_messages import Ids, LoopBound, from_neutral, size_pair, text_of, to_neutral, trigger_from_json
 from deepagents import create_deep_agent
 from deepagents.backends import StateBackend
 from deepagents.middleware import summarization as da_summarization
@@ -69,58 +70,6 @@ TYPED = (ContextOverflowError,)
 """deepagents raises LangChain's ``ContextOverflowError`` when the input "still does not fit after recovery"."""
 
 
-class LoopBound(Exception):
-    """The turn reached ``Replies.bound`` model calls."""
-
-
-# -- messages ---------------------------------------------------------------------------------------------------
-def _text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else message.text
-
-
-def to_neutral(message: BaseMessage) -> dict:
-    if isinstance(message, SystemMessage):
-        return {"role": "system", "text": _text(message)}
-    if isinstance(message, HumanMessage):
-        out = {"role": "user", "text": _text(message)}
-        if message.additional_kwargs.get("lc_source") == "summarization":  # deepagents' _is_summary_message
-            out["summary"] = True
-        return out
-    if isinstance(message, AIMessage):
-        out = {"role": "assistant", "text": _text(message)}
-        if message.tool_calls:
-            out["calls"] = [{"id": c.get("id"), "name": c["name"], "args": c.get("args", {})} for c in message.tool_calls]
-        return out
-    if isinstance(message, ToolMessage):
-        return {"role": "tool", "call_id": message.tool_call_id, "text": _text(message)}
-    return {"role": getattr(message, "type", "unknown"), "text": _text(message)}
-
-
-class Ids:
-    """Stable message ids ``m1``, ``m2``, ... in creation order (LangGraph's ``add_messages`` replaces by id)."""
-
-    def __init__(self):
-        self.n = 0
-
-    def __call__(self) -> str:
-        self.n += 1
-        return f"m{self.n}"
-
-
-def from_neutral(message: dict, ids: Ids) -> BaseMessage:
-    role, text = message["role"], message.get("text") or ""
-    if role == "system":
-        return SystemMessage(text, id=ids())
-    if role == "user":
-        extra = {"lc_source": "summarization"} if message.get("summary") else {}
-        return HumanMessage(text, id=ids(), additional_kwargs=extra)
-    if role == "assistant":
-        calls = [{"name": c.get("name", peer.TOOL), "args": c.get("args", {}), "id": c["id"], "type": "tool_call"}
-                 for c in message.get("calls") or ()]
-        return AIMessage(text, tool_calls=calls, id=ids())
-    return ToolMessage(text, tool_call_id=message["call_id"], id=ids())
-
-
 # -- the scripted model -----------------------------------------------------------------------------------------
 class ScriptedModel(BaseChatModel):
     """One scripted chat model for both roles. A summary call is told apart the way LangChain marks it: the run's
@@ -149,7 +98,7 @@ class ScriptedModel(BaseChatModel):
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
         metadata = getattr(run_manager, "metadata", None) or {}
         if metadata.get("lc_source") == "summarization":
-            text = self.driver.summaries.next("\n\n".join(_text(m) for m in messages))
+            text = self.driver.summaries.next("\n\n".join(text_of(m) for m in messages))
             return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
         return ChatResult(generations=[ChatGeneration(message=self.driver.model_call(list(messages)))])
 
@@ -222,29 +171,12 @@ class NoSummarization(AgentMiddleware):
 
 
 # -- settings ---------------------------------------------------------------------------------------------------
-def _size(value: Any, where: str) -> tuple:
-    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)):
-        raise peer.BadArgs(f"{where} must be a [kind, value] pair like [\"tokens\", 4000]")
-    return (value[0], value[1])
-
-
-def da_trigger(value: Any) -> Any:
-    """JSON -> the middleware's ``trigger``: null, a pair, a clause object, or a list of those."""
-    if value is None or isinstance(value, dict):
-        return value
-    if isinstance(value, list) and value and isinstance(value[0], str):
-        return _size(value, "trigger")
-    if isinstance(value, list):
-        return [item if isinstance(item, dict) else _size(item, f"trigger[{i}]") for i, item in enumerate(value)]
-    raise peer.BadArgs("trigger must be null, a [kind, value] pair, a clause object or a list of those")
-
-
 def da_truncate(value: Any) -> dict | None:
     if value is None:
         return None
     if not isinstance(value, dict):
         raise peer.BadArgs("truncate_args_settings must be null or an object")
-    return {k: (_size(v, f"truncate_args_settings.{k}") if k in ("trigger", "keep") and v is not None else v)
+    return {k: (size_pair(v, f"truncate_args_settings.{k}") if k in ("trigger", "keep") and v is not None else v)
             for k, v in value.items()}
 
 
@@ -269,8 +201,8 @@ def protocol_trigger(mw: SummarizationMiddleware | None, max_input: int | None) 
 def build_middleware(settings: dict, summarizer: ScriptedModel, driver: Any) -> RecordingSummarization | None:
     if not settings["compaction"]:
         return None
-    kwargs = {"backend": StateBackend(), "trigger": da_trigger(settings["trigger"]),
-              "keep": _size(settings["keep"], "keep"), "trim_tokens_to_summarize": settings["trim_tokens_to_summarize"],
+    kwargs = {"backend": StateBackend(), "trigger": trigger_from_json(settings["trigger"]),
+              "keep": size_pair(settings["keep"], "keep"), "trim_tokens_to_summarize": settings["trim_tokens_to_summarize"],
               "truncate_args_settings": da_truncate(settings["truncate_args_settings"])}
     if settings["summary_prompt"] is not None:
         kwargs["summary_prompt"] = settings["summary_prompt"]
@@ -350,7 +282,7 @@ class DeepAgentsSession(peer.Session):
     def model_call(self, messages: list[BaseMessage]) -> AIMessage:
         system = None
         if messages and isinstance(messages[0], SystemMessage):
-            system, messages = _text(messages[0]), messages[1:]
+            system, messages = text_of(messages[0]), messages[1:]
         neutral = [to_neutral(m) for m in messages]
         size = peer.neutral_tokens(neutral, system)
         step = {"kind": "request", "system": system, "messages": neutral, "overflow": False,

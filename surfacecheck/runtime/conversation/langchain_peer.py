@@ -20,6 +20,7 @@ from importlib.metadata import version as package_version
 from typing import Annotated, Any
 
 import peer
+from lc_messages import Ids, LoopBound, from_neutral, size_pair, text_of, to_neutral, trigger_from_json
 from langchain.agents import create_agent
 from langchain.agents.middleware.summarization import SummarizationMiddleware
 from langchain_core.exceptions import ContextOverflowError
@@ -48,59 +49,6 @@ KNOWN = {
 TYPED = (ContextOverflowError,)
 """LangChain's one documented failure type for a request above the context window; it has no "cannot compact"
 type of its own."""
-
-
-class LoopBound(Exception):
-    """The turn reached ``Replies.bound`` model calls."""
-
-
-# -- messages ---------------------------------------------------------------------------------------------------
-def _text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else message.text
-
-
-def to_neutral(message: BaseMessage) -> dict:
-    if isinstance(message, SystemMessage):
-        return {"role": "system", "text": _text(message)}
-    if isinstance(message, HumanMessage):
-        out = {"role": "user", "text": _text(message)}
-        if message.additional_kwargs.get("lc_source") == "summarization":
-            out["summary"] = True
-        return out
-    if isinstance(message, AIMessage):
-        out = {"role": "assistant", "text": _text(message)}
-        if message.tool_calls:
-            out["calls"] = [{"id": c.get("id"), "name": c["name"], "args": c.get("args", {})} for c in message.tool_calls]
-        return out
-    if isinstance(message, ToolMessage):
-        return {"role": "tool", "call_id": message.tool_call_id, "text": _text(message)}
-    return {"role": getattr(message, "type", "unknown"), "text": _text(message)}
-
-
-class Ids:
-    """Stable message ids for a session: ``m1``, ``m2``, ... in creation order (never a random uuid, and never a
-    reused one, which LangGraph's ``add_messages`` would treat as a replacement)."""
-
-    def __init__(self):
-        self.n = 0
-
-    def __call__(self) -> str:
-        self.n += 1
-        return f"m{self.n}"
-
-
-def from_neutral(message: dict, ids: Ids) -> BaseMessage:
-    role, text = message["role"], message.get("text") or ""
-    if role == "system":
-        return SystemMessage(text, id=ids())
-    if role == "user":
-        extra = {"lc_source": "summarization"} if message.get("summary") else {}
-        return HumanMessage(text, id=ids(), additional_kwargs=extra)
-    if role == "assistant":
-        calls = [{"name": c.get("name", peer.TOOL), "args": c.get("args", {}), "id": c["id"], "type": "tool_call"}
-                 for c in message.get("calls") or ()]
-        return AIMessage(text, tool_calls=calls, id=ids())
-    return ToolMessage(text, tool_call_id=message["call_id"], id=ids())
 
 
 # -- scripted models --------------------------------------------------------------------------------------------
@@ -136,7 +84,7 @@ class ScriptedSummarizer(_Scripted):
         return super().with_retry(**{**kwargs, "wait_exponential_jitter": False})
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
-        prompt = "\n\n".join(_text(m) for m in messages)
+        prompt = "\n\n".join(text_of(m) for m in messages)
         text = self.driver.summaries.next(prompt)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
 
@@ -161,23 +109,6 @@ class RecordingSummarization(SummarizationMiddleware):
 
 
 # -- settings ---------------------------------------------------------------------------------------------------
-def _size(value: Any, where: str) -> tuple:
-    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)):
-        raise peer.BadArgs(f"{where} must be a [kind, value] pair like [\"tokens\", 4000]")
-    return (value[0], value[1])
-
-
-def lc_trigger(value: Any) -> Any:
-    """JSON -> ``SummarizationMiddleware``'s ``trigger``: null, a pair, a clause object, or a list of those."""
-    if value is None or isinstance(value, dict):
-        return value
-    if isinstance(value, list) and value and isinstance(value[0], str):
-        return _size(value, "trigger")
-    if isinstance(value, list):
-        return [item if isinstance(item, dict) else _size(item, f"trigger[{i}]") for i, item in enumerate(value)]
-    raise peer.BadArgs("trigger must be null, a [kind, value] pair, a clause object or a list of those")
-
-
 def protocol_trigger(mw: SummarizationMiddleware | None, max_input: int | None) -> dict | None:
     """The protocol's trigger: the first clause LangChain would check, its ``tokens`` entry before ``messages``
     before ``fraction`` (a fraction is shown as the tokens it stands for). Other clauses are not shown."""
@@ -197,7 +128,7 @@ def build_middleware(settings: dict, driver: Any) -> RecordingSummarization | No
         return None
     profile = {"max_input_tokens": settings["max_input_tokens"]} if settings["max_input_tokens"] is not None else None
     summarizer = ScriptedSummarizer(driver=driver, profile=profile)
-    kwargs = {"trigger": lc_trigger(settings["trigger"]), "keep": _size(settings["keep"], "keep"),
+    kwargs = {"trigger": trigger_from_json(settings["trigger"]), "keep": size_pair(settings["keep"], "keep"),
               "trim_tokens_to_summarize": settings["trim_tokens_to_summarize"]}
     if settings["summary_prompt"] is not None:
         kwargs["summary_prompt"] = settings["summary_prompt"]
@@ -255,7 +186,7 @@ class LangChainSession(peer.Session):
     def model_call(self, messages: list[BaseMessage]) -> AIMessage:
         system = None
         if messages and isinstance(messages[0], SystemMessage):
-            system, messages = _text(messages[0]), messages[1:]
+            system, messages = text_of(messages[0]), messages[1:]
         neutral = [to_neutral(m) for m in messages]
         size = peer.neutral_tokens(neutral, system)
         step = {"kind": "request", "system": system, "messages": neutral, "overflow": False,
