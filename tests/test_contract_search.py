@@ -227,3 +227,10 @@ def test_the_budget_ends_the_search_between_examples():
     result = search("reference:test-keeps", seed=1, examples=100_000, judge=bounded, deadline_seconds=0.5,
                     progress=QUIET)
     assert result.out_of_time and result.exit_code == 0 and result.seconds < 10
+
+
+def test_a_witness_records_its_command_without_this_machine_s_out_folder():
+    from surfacecheck.contract.cli import _portable
+
+    argv = ["contract", "--runtime", "langchain", "--out", "/tmp/x", "--seed", "3", "--out=/tmp/y"]
+    assert _portable(argv) == ["contract", "--runtime", "langchain", "--seed", "3"]

@@ -68,6 +68,19 @@ def register(commands) -> None:
     p.set_defaults(func=main)
 
 
+def _portable(argv: list[str]) -> list[str]:
+    """The command line a witness records: without ``--out DIR`` (a folder of this machine, not of the witness)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--out":
+            skip = True
+        elif not arg.startswith("--out="):
+            out.append(arg)
+    return out
+
+
 def _usage(args, message: str) -> int:
     if args.json:
         print(json.dumps({"command": args.command, "verdict": "error", "exit_code": 2, "error": message}))
@@ -88,8 +101,8 @@ def main(args) -> int:
         return _usage(args, f"runtime {args.runtime!r} does not serve the conversation level; conversation-level "
                             f"runtimes: {', '.join(registry.conversation_runtimes())}, cmd:COMMAND (dsh and embedded "
                             "through the event-log bridge)")
-    command = "surfacecheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["contract"] \
-        else None
+    command = "surfacecheck " + " ".join(shlex.quote(a) for a in _portable(sys.argv[1:])) \
+        if sys.argv[1:2] == ["contract"] else None
     try:
         result = search(args.runtime, seed=args.seed, examples=args.examples, provider=args.provider,
                         deadline_seconds=args.budget, timeout=args.timeout, command=command)
