@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from surfacecheck.core.quotes import JS_MARKER, QuoteCheck, find_line
+from surfacecheck.core.quotes import JS_MARKER, QuoteCheck, check_installed
 
 
 def is_node_modules(environment: Path | None) -> bool:
@@ -41,19 +41,7 @@ def check_npm_quote(evidence: dict, modules: Path | None = None) -> QuoteCheck:
     modules = modules or dsh_modules()
     if modules is None or not modules.is_dir():
         return QuoteCheck(None, where, why="the runtime's node_modules is not installed")
-    installed = installed_version(modules, evidence["distribution"])
-    if installed is None:
-        return QuoteCheck(False, where, why=f"{evidence['distribution']} is not installed in {modules}")
-    if installed != evidence["version"]:
-        return QuoteCheck(None, where, why=f"installed {evidence['distribution']} is {installed}, "
-                                           f"the quote is of {evidence['version']}")
-    try:
-        text = (modules / evidence["distribution"] / evidence["file"]).read_text(encoding="utf-8")
-    except OSError:
-        return QuoteCheck(False, where, why=f"{evidence['file']} is not in {evidence['distribution']}")
-    line = find_line(text, evidence["quote"], JS_MARKER)
-    if line is None:
-        return QuoteCheck(False, where, why="the quote is not in the file")
-    if evidence.get("line") not in (None, line):
-        return QuoteCheck(False, where, line, f"the quote starts at line {line}, the entry says {evidence['line']}")
-    return QuoteCheck(True, where, line)
+    return check_installed(evidence, where, installed_version(modules, evidence["distribution"]),
+                           f"{evidence['distribution']} is not installed in {modules}",
+                           modules / evidence["distribution"] / evidence["file"],
+                           f"{evidence['file']} is not in {evidence['distribution']}", JS_MARKER)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.json_where import line_of, read_document
-from ..core.quotes import PY_MARKER, QuoteCheck, find_line
+from ..core.quotes import PY_MARKER, QuoteCheck, check_installed
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "findings.json"
 CLASSES = ("defect", "design-question", "tradeoff")
@@ -159,19 +159,6 @@ def check_quote(evidence: dict, environment: Path | None) -> QuoteCheck:
     site = site_packages(environment) if environment is not None and environment.is_dir() else None
     if site is None:
         return QuoteCheck(None, where, why="the runtime's environment is not installed")
-    installed = installed_version(site, evidence["distribution"])
-    if installed is None:
-        return QuoteCheck(False, where, why=f"{evidence['distribution']} is not installed in {site}")
-    if installed != evidence["version"]:
-        return QuoteCheck(None, where, why=f"installed {evidence['distribution']} is {installed}, "
-                                           f"the quote is of {evidence['version']}")
-    try:
-        text = (site / evidence["file"]).read_text(encoding="utf-8")
-    except OSError:
-        return QuoteCheck(False, where, why=f"{evidence['file']} is not in {site}")
-    line = find_line(text, evidence["quote"], PY_MARKER)
-    if line is None:
-        return QuoteCheck(False, where, why="the quote is not in the file")
-    if evidence.get("line") not in (None, line):
-        return QuoteCheck(False, where, line, f"the quote starts at line {line}, the entry says {evidence['line']}")
-    return QuoteCheck(True, where, line)
+    return check_installed(evidence, where, installed_version(site, evidence["distribution"]),
+                           f"{evidence['distribution']} is not installed in {site}", site / evidence["file"],
+                           f"{evidence['file']} is not in {site}", PY_MARKER)

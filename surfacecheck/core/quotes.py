@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 JS_MARKER = re.compile(r"^\s*(?:/\*\*+|\*/|\*|//+)?\s?")
 PY_MARKER = re.compile(r"^\s*(?:#+)?\s?")
@@ -24,6 +25,28 @@ class QuoteCheck:
 
     def to_json(self) -> dict:
         return {"found": self.found, "where": self.where, "line": self.line, "why": self.why}
+
+
+def check_installed(evidence: dict, where: str, installed: str | None, missing: str, path: Path,
+                    unreadable: str, marker: re.Pattern) -> QuoteCheck:
+    """The checks every installed-package quote goes through: the distribution installed (``installed`` its version,
+    None: ``missing`` says where it was looked for), at the version the quote is of, its file at ``path`` readable
+    (else ``unreadable``), the quote in it at the ``line`` the entry says."""
+    if installed is None:
+        return QuoteCheck(False, where, why=missing)
+    if installed != evidence["version"]:
+        return QuoteCheck(None, where, why=f"installed {evidence['distribution']} is {installed}, "
+                                           f"the quote is of {evidence['version']}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return QuoteCheck(False, where, why=unreadable)
+    line = find_line(text, evidence["quote"], marker)
+    if line is None:
+        return QuoteCheck(False, where, why="the quote is not in the file")
+    if evidence.get("line") not in (None, line):
+        return QuoteCheck(False, where, line, f"the quote starts at line {line}, the entry says {evidence['line']}")
+    return QuoteCheck(True, where, line)
 
 
 def normalise(text: str, marker: re.Pattern = JS_MARKER) -> str:

@@ -17,6 +17,7 @@ reason.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -78,11 +79,10 @@ def _control(path: Path, timeout: float) -> tuple[int, bool]:
     return outcome.exit_code, outcome.judged
 
 
-def _registered(spec: str, timeout: float, say: Say) -> tuple[dict[str, Cell], str | None]:
-    """Cells for the runtime's registered findings (broken or stale), and why the runtime is inconclusive."""
-    ids = tuple(p.id for p in promises.PROMISES)
+def _registered(spec: str, findings: list, timeout: float, say: Say) -> tuple[dict[str, Cell], str | None]:
+    """Cells for the runtime's registered ``findings`` (broken or stale), and why the runtime is inconclusive."""
     cells: dict[str, Cell] = {}
-    for f in findings_registry.for_runtime(findings_registry.load(None, ids), registry.base(spec)):
+    for f in findings:
         say(f"matrix: {spec}: replaying {f.id} ({f.promise})")
         code, why = _replay_exit(f.trace_path, spec, timeout)
         if code == 3:
@@ -101,10 +101,11 @@ def _registered(spec: str, timeout: float, say: Say) -> tuple[dict[str, Cell], s
 def row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, timeout: float, say: Say) -> Row:
     """The matrix row of ``spec`` (see the module docstring)."""
     ids = [p.id for p in promises.PROMISES]
+    findings = findings_registry.for_runtime(findings_registry.load(None, tuple(ids)), registry.base(spec))
     why = registry.problem(spec)
     if why is None:
         try:
-            cells, why = _registered(spec, timeout, say)
+            cells, why = _registered(spec, findings, timeout, say)
         except RuntimeUnavailable as exc:
             cells, why = {}, f"{exc.kind}: {exc}"
     if why is not None:
@@ -116,7 +117,7 @@ def row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, timeout:
     declared = registry.not_applicable(spec)
     for promise, found in result.found.items():
         control, judged = _control(written[promise], timeout)
-        finding = findings_registry.match(findings_registry.load(None, tuple(ids)), registry.base(spec), promise)
+        finding = findings_registry.match(findings, registry.base(spec), promise)
         cells[promise] = Cell(promise, BROKEN, finding=finding.id if finding else "NEW",
                               klass=finding.klass if finding else None,
                               witness=os.path.relpath(written[promise], trace_dir.parent),
@@ -127,8 +128,7 @@ def row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, timeout:
         n = result.exercised.get(promise, 0)
         if promise in cells:
             cell = cells[promise]
-            out.append(cell if cell.state != BROKEN or cell.finding == "NEW" else
-                       Cell(**{**cell.__dict__, "exercised": n}))
+            out.append(cell if cell.state != BROKEN or cell.finding == "NEW" else replace(cell, exercised=n))
         elif result.inconclusive:
             out.append(Cell(promise, INCONCLUSIVE, why=result.inconclusive))
         elif promise in declared:

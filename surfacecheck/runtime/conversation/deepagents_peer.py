@@ -26,7 +26,8 @@ from importlib.metadata import version as package_version
 from typing import Annotated, Any
 
 import peer
-from lc_messages import Ids, LoopBound, from_neutral, size_pair, text_of, to_neutral, trigger_from_json
+from lc_messages import (PROVIDER, Ids, ScriptedSession, from_neutral, size_pair, text_of,
+                         to_neutral, trigger_from_json)
 from deepagents import create_deep_agent
 from deepagents.backends import StateBackend
 from deepagents.middleware import summarization as da_summarization
@@ -35,23 +36,17 @@ from deepagents.middleware.summarization import (
     SummarizationMiddleware,
 )
 from langchain.agents.middleware.types import AgentMiddleware
-from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError
 
-PROVIDER = "scripted"
-"""The agent model's ``response_metadata["model_provider"]`` and both models' LangSmith ``ls_provider`` (LangChain's
-reported-usage trigger compares the two, as with one real provider)."""
 THREAD = "session"
 """The one thread id every op of a session runs on."""
 
@@ -66,8 +61,7 @@ KNOWN = {
     "max_input_tokens": None,
     "summary_prompt": None,
 }
-TYPED = (ContextOverflowError,)
-"""deepagents raises LangChain's ``ContextOverflowError`` when the input "still does not fit after recovery"."""
+
 
 
 # -- the scripted model -----------------------------------------------------------------------------------------
@@ -215,7 +209,7 @@ def build_middleware(settings: dict, summarizer: ScriptedModel, driver: Any) -> 
 
 
 # -- the session ------------------------------------------------------------------------------------------------
-class DeepAgentsSession(peer.Session):
+class DeepAgentsSession(ScriptedSession):
     def __init__(self, args: dict):
         self.settings = peer.check_settings(args.get("settings"), KNOWN)
         max_input = self.settings["max_input_tokens"]
@@ -278,53 +272,16 @@ class DeepAgentsSession(peer.Session):
                            "after": [to_neutral(m) for m in after], "cause": cause,
                            "count_before": self.count(before, request), "count_after": self.count(after, request)})
 
-    # the scripted agent model
-    def model_call(self, messages: list[BaseMessage]) -> AIMessage:
-        system = None
-        if messages and isinstance(messages[0], SystemMessage):
-            system, messages = text_of(messages[0]), messages[1:]
-        neutral = [to_neutral(m) for m in messages]
-        size = peer.neutral_tokens(neutral, system)
-        step = {"kind": "request", "system": system, "messages": neutral, "overflow": False,
-                "tokens": self.pending_tokens}
-        self.pending_tokens = None
-        self.steps.append(step)
-        if self.overflow_above is not None and size > self.overflow_above:
-            step["overflow"] = True
-            raise ContextOverflowError(f"request of {size} tokens is above the window of {self.overflow_above}")
-        self.calls += 1
-        if self.calls > self.replies.bound:
-            raise LoopBound(f"more than {self.replies.bound} model calls in one turn")
-        reply = self.replies.next()
-        calls = [{"name": c.get("name", peer.TOOL), "args": c.get("args", {}), "id": c["id"], "type": "tool_call"}
-                 for c in reply.get("calls") or ()]
-        return AIMessage(reply.get("text", ""), tool_calls=calls, id=self.ids(),
-                         usage_metadata={"input_tokens": size, "output_tokens": 8, "total_tokens": size + 8},
-                         response_metadata={"model_provider": PROVIDER, "model_name": "scripted"})
-
-    def _begin(self, args: dict, script_keys: tuple[str, ...]) -> None:
-        unknown = sorted(set(args) - set(script_keys))
-        if unknown:
-            raise peer.BadArgs(f"unknown argument {unknown[0]!r}")
-        self.steps = []
-        self.summaries = peer.Summaries(args.get("summaries"), self.steps, args.get("summarizer_window"),
-                                        raise_fail=RuntimeError, raise_overflow=ContextOverflowError)
-        self.replies = peer.Replies(args.get("replies"))
-        self.overflow_above = args.get("overflow_above")
-        self.calls = 0
-
-    def _error(self, exc: BaseException) -> None:
-        if isinstance(exc, (LoopBound, GraphRecursionError)):
-            self.steps.append({"kind": "error", "type": "loop-bound", "message": str(exc), "typed": False})
-        else:
-            self.steps.append({"kind": "error", "type": type(exc).__name__, "message": str(exc),
-                               "typed": isinstance(exc, TYPED)})
+    def request_tokens(self, messages: list[BaseMessage]) -> int | None:
+        """deepagents' own count of the request, taken as the middleware sent it (``counted`` above)."""
+        tokens, self.pending_tokens = self.pending_tokens, None
+        return tokens
 
     def _answer(self) -> dict:
         return {"steps": self.steps, "history": [to_neutral(m) for m in self.view()]}
 
     def turn(self, args: dict) -> dict:
-        self._begin(args, ("user", "replies", "summaries", "overflow_above", "summarizer_window"))
+        self.begin(args, ("user", "replies", "summaries", "overflow_above", "summarizer_window"))
         if not isinstance(args.get("user"), str):
             raise peer.BadArgs("turn needs a string user")
         new = [] if self.seeded else list(self.initial)
@@ -334,7 +291,7 @@ class DeepAgentsSession(peer.Session):
         try:
             self.agent.invoke({"messages": new}, config=config)
         except Exception as exc:  # noqa: BLE001 - every failure is a step
-            self._error(exc)
+            self.error(exc)
         return self._answer()
 
     def compact(self, args: dict) -> dict:

@@ -20,21 +20,15 @@ from importlib.metadata import version as package_version
 from typing import Annotated, Any
 
 import peer
-from lc_messages import Ids, LoopBound, from_neutral, size_pair, text_of, to_neutral, trigger_from_json
+from lc_messages import (PROVIDER, Ids, ScriptedSession, from_neutral, size_pair, text_of,
+                         to_neutral, trigger_from_json)
 from langchain.agents import create_agent
 from langchain.agents.middleware.summarization import SummarizationMiddleware
-from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.errors import GraphRecursionError
-
-PROVIDER = "scripted"
-"""The agent model's ``response_metadata["model_provider"]`` and both models' LangSmith ``ls_provider``: the two
-must agree for ``SummarizationMiddleware._should_summarize_based_on_reported_tokens`` (and the usage-metadata
-scaling of ``count_tokens_approximately``) to use the reported usage, as with one real provider."""
 
 _SIGNATURE = inspect.signature(SummarizationMiddleware.__init__).parameters
 LC_DEFAULTS = {key: _SIGNATURE[key].default for key in ("trigger", "keep", "trim_tokens_to_summarize", "summary_prompt")}
@@ -46,9 +40,7 @@ KNOWN = {
     "max_input_tokens": None,
     "summary_prompt": None,
 }
-TYPED = (ContextOverflowError,)
-"""LangChain's one documented failure type for a request above the context window; it has no "cannot compact"
-type of its own."""
+
 
 
 # -- scripted models --------------------------------------------------------------------------------------------
@@ -141,7 +133,7 @@ def build_middleware(settings: dict, driver: Any) -> RecordingSummarization | No
 
 
 # -- the session ------------------------------------------------------------------------------------------------
-class LangChainSession(peer.Session):
+class LangChainSession(ScriptedSession):
     def __init__(self, args: dict):
         self.settings = peer.check_settings(args.get("settings"), KNOWN)
         max_input = self.settings["max_input_tokens"]
@@ -177,57 +169,18 @@ class LangChainSession(peer.Session):
         return {"settings": effective, "trigger": protocol_trigger(self.mw, self.settings["max_input_tokens"])}
 
     # the scripted agent model
-    def count(self, messages: list[BaseMessage]) -> int:
+    def request_tokens(self, messages: list[BaseMessage]) -> int:
+        """The middleware's ``token_counter`` over the request without its system prompt (what the trigger reads)."""
         counter = self.mw.token_counter if self.mw else None
         if counter is None:
             from langchain_core.messages.utils import count_tokens_approximately as counter
         return counter(messages)
 
-    def model_call(self, messages: list[BaseMessage]) -> AIMessage:
-        system = None
-        if messages and isinstance(messages[0], SystemMessage):
-            system, messages = text_of(messages[0]), messages[1:]
-        neutral = [to_neutral(m) for m in messages]
-        size = peer.neutral_tokens(neutral, system)
-        step = {"kind": "request", "system": system, "messages": neutral, "overflow": False,
-                "tokens": self.count(messages)}
-        self.steps.append(step)
-        if self.overflow_above is not None and size > self.overflow_above:
-            step["overflow"] = True
-            raise ContextOverflowError(f"request of {size} tokens is above the window of {self.overflow_above}")
-        self.calls += 1
-        if self.calls > self.replies.bound:
-            raise LoopBound(f"more than {self.replies.bound} model calls in one turn")
-        reply = self.replies.next()
-        calls = [{"name": c.get("name", peer.TOOL), "args": c.get("args", {}), "id": c["id"], "type": "tool_call"}
-                 for c in reply.get("calls") or ()]
-        return AIMessage(reply.get("text", ""), tool_calls=calls, id=self.ids(),
-                         usage_metadata={"input_tokens": size, "output_tokens": 8, "total_tokens": size + 8},
-                         response_metadata={"model_provider": PROVIDER, "model_name": "scripted"})
-
-    def _begin(self, args: dict, script_keys: tuple[str, ...]) -> None:
-        unknown = sorted(set(args) - set(script_keys))
-        if unknown:
-            raise peer.BadArgs(f"unknown argument {unknown[0]!r}")
-        self.steps = []
-        self.summaries = peer.Summaries(args.get("summaries"), self.steps, args.get("summarizer_window"),
-                                        raise_fail=RuntimeError, raise_overflow=ContextOverflowError)
-        self.replies = peer.Replies(args.get("replies"))
-        self.overflow_above = args.get("overflow_above")
-        self.calls = 0
-
-    def _error(self, exc: BaseException) -> None:
-        if isinstance(exc, (LoopBound, GraphRecursionError)):
-            self.steps.append({"kind": "error", "type": "loop-bound", "message": str(exc), "typed": False})
-        else:
-            self.steps.append({"kind": "error", "type": type(exc).__name__, "message": str(exc),
-                               "typed": isinstance(exc, TYPED)})
-
     def _answer(self) -> dict:
         return {"steps": self.steps, "history": [to_neutral(m) for m in self.history]}
 
     def turn(self, args: dict) -> dict:
-        self._begin(args, ("user", "replies", "summaries", "overflow_above", "summarizer_window"))
+        self.begin(args, ("user", "replies", "summaries", "overflow_above", "summarizer_window"))
         if not isinstance(args.get("user"), str):
             raise peer.BadArgs("turn needs a string user")
         if self.mw is not None:
@@ -240,13 +193,13 @@ class LangChainSession(peer.Session):
             result = self.agent.invoke({"messages": messages}, config=config)
             self.history = list(result["messages"])
         except Exception as exc:  # noqa: BLE001 - every failure is a step
-            self._error(exc)
+            self.error(exc)
             state = self.agent.get_state(config)
             self.history = list((state.values or {}).get("messages") or messages)
         return self._answer()
 
     def compact(self, args: dict) -> dict:
-        self._begin(args, ("summaries", "summarizer_window"))
+        self.begin(args, ("summaries", "summarizer_window"))
         if self.mw is None:
             return self._answer()
         self.mw.cause = "direct"
@@ -255,7 +208,7 @@ class LangChainSession(peer.Session):
             if update is not None:
                 self.history = list(update["messages"][1:])
         except Exception as exc:  # noqa: BLE001
-            self._error(exc)
+            self.error(exc)
         return self._answer()
 
 
