@@ -113,16 +113,16 @@ MEMORY_EVERY = 4096
 
 
 def explore(world: World, *, symmetry: bool = True, reverse: bool = False, max_states: int | None = None,
-            on_level=None, memory=None, expand=None) -> Exploration:
+            on_level=None, memory=None) -> Exploration:
     """BFS over every reachable state of ``world``. ``reverse`` tries actions in the opposite order
     (results must not change); ``max_states`` or a ``memory`` bound (:class:`surfacecheck.core.memory.MemoryLimit`)
-    stops early (``complete`` is then False, ``stopped`` says why). ``expand``, called with each level's
-    frontier cores before the level is searched, may compute their moves elsewhere
-    (:class:`.distributed.Expander`)."""
+    stops early (``complete`` is then False, ``stopped`` says why). The search over packed cores
+    (:func:`_explore_packed`) unless the oracle re-runs every shared model run (``world.check_oracle``: the
+    compact loop, :func:`_explore`); :mod:`.distributed` searches level by level across workers."""
     with no_cyclic_gc(), world.speedups():
-        if expand is None and not world.check_oracle:
+        if not world.check_oracle:
             return _explore_packed(world, symmetry, reverse, max_states, on_level, memory)
-        return _explore(world, symmetry, reverse, max_states, on_level, memory, expand)
+        return _explore(world, symmetry, reverse, max_states, on_level, memory)
 
 
 def _stop_early(exp: Exploration, max_states: int | None, memory, next_look: int) -> tuple[bool, int]:
@@ -142,15 +142,13 @@ def _stop_early(exp: Exploration, max_states: int | None, memory, next_look: int
     return False, next_look
 
 
-def _levels(exp: Exploration, start: float, expand_state, max_states: int | None, memory, on_level,
-            before_level=None) -> Exploration:
+def _levels(exp: Exploration, start: float, expand_state, max_states: int | None, memory,
+            on_level) -> Exploration:
     """Breadth-first, level by level, from the initial state (index 0): ``expand_state(src, level, nxt)``
-    records the edges of one state and appends the states it finds first to ``nxt``; ``before_level``
-    sees each frontier first. Stops early at a bound on the states or the memory."""
+    records the edges of one state and appends the states it finds first to ``nxt``. Stops early at a bound
+    on the states or the memory."""
     frontier, level, next_look = [0], 0, 0
     while frontier:
-        if before_level is not None:
-            before_level(frontier)
         nxt: list = []
         bounded = max_states is not None or memory is not None
         for src in frontier:
@@ -247,8 +245,7 @@ def _explore_packed(world: World, symmetry: bool, reverse: bool, max_states: int
     return _levels(exp, start, expand_state, max_states, memory, on_level)
 
 
-def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level, memory,
-             expand=None) -> Exploration:
+def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None, on_level, memory) -> Exploration:
     """The search over compact states. A state's identity is one integer: its core's number
     (:meth:`World.core_id`, hashed once per core) packed with the three bounded counters — the VIEW
     (:mod:`.canonical`) — or, without the reduction, that integer with the log length, turn and
@@ -289,5 +286,4 @@ def _explore(world: World, symmetry: bool, reverse: bool, max_states: int | None
                 check(dst, surf, surf, world.cores[core][RET])
             edges.append((src, dst, action, edge))
 
-    before = None if expand is None else (lambda frontier: expand([cores[src] for src in frontier]))
-    return _levels(exp, start, expand_state, max_states, memory, on_level, before)
+    return _levels(exp, start, expand_state, max_states, memory, on_level)

@@ -1,88 +1,241 @@
-"""``explore --workers N``: the frontier's new cores expanded on Dask workers, level by level.
+"""``explore --workers N``: the packed search level by level, each level's frontier partitioned across workers.
 
-The search stays breadth-first and in this process: the visited set, the numbering of states
-and the order of edges are the serial search's (:mod:`.bfs`). What leaves the process is the
-expensive part, a core's moves (the model runs of :mod:`.oracle` and their bookkeeping): before
-a level is searched, the cores of its frontier that have no moves yet are partitioned by a
-stable hash of their surface's shape (:mod:`.shape`: surfaces of one shape share their model
-runs, so they meet the same worker's caches), each partition is one task pinned to one worker,
-and the moves come back in partition order.
+The search stays breadth-first. Before a level is searched its frontier is cut into one partition per worker
+by a stable hash of each state's surface shape (:func:`.partition.owner_hash`: the surfaces that share model
+runs and move templates meet one worker's caches); each partition is one task pinned to its worker, which
+makes the moves and gathers the edges there (:mod:`.partition`), and the answers come back as arrays. Here,
+in this process, the answers are merged into the order the search in one process visits them — the frontier
+in order, each state's moves in the world's order — by a stable sort on the source's frontier position; the
+successors are told apart from the visited set by sorting (``numpy.unique``, ``searchsorted``), and the new
+ones numbered in the order they are first reached. So the states, their numbers and depths, every edge with
+its label, the state violations, the verdicts and the shortest traces are those of the search in one process
+(:func:`.bfs.explore`) whatever the number of workers; only the cost figures differ.
 
-A core's moves are a function of the core and the world's configuration, so which worker made
-them cannot change a state, an edge, a verdict or a shortest trace (the test compares the JSON
-at 1, 2 and 4 workers). The cost figures (seconds, states per second, model runs) do vary.
+A state is an integer here as in the packed search: the number of its surface in this process's table times
+the span of the rest (its core's other fields and its counters, :mod:`.packed`), plus the rest; a worker sends
+a successor's surface itself only where it does not know this process's number for it.
 """
 from __future__ import annotations
 
-from surfacecheck.core.cluster import Pool, stable_hash
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
-from .shape import signature
-from .world import SURF, World
+import numpy as np
 
-_WORLDS: dict = {}
+from surfacecheck.core.memory import MemoryLimitReached
 
+from .bfs import Exploration, _surface_checks, no_cyclic_gc
+from .layout import S_SURF
+from .packed import Packer
+from .partition import Answer, Task, expand_partition, owner_hash, world_config
+from .world import EVENTS, SURF, World
 
-def _config(world: World) -> tuple:
-    return (world.bounds, world.settings, world.variant.name, world.outcomes, world.shared)
-
-
-def _world(config: tuple) -> World:
-    """This worker process's world for ``config`` (kept between levels: its model-run caches warm up)."""
-    found = _WORLDS.get(config)
-    if found is None:
-        from .variants import variant
-
-        bounds, settings, name, outcomes, shared = config
-        found = _WORLDS[config] = World(bounds, settings, variant(name), outcomes, shared=shared)
-    return found
+_EXTRA = 1 << 10
+"""Radix of the log length, turn and generation in a state's identity without the VIEW reduction."""
 
 
-def expand(task: tuple) -> tuple:
-    """On a worker: the moves of each core of one partition, the model runs this took, and the tables the
-    moves index into (successor cores, actions, edges: each sent once per task, so the answer is mostly
-    small integers, cheap to pickle and to read back)."""
-    from .bfs import no_cyclic_gc
+@dataclass(frozen=True)
+class _Level:
+    """One merged level: its edges (source, successor, action and edge numbers, in the search's order) and its
+    new states (surface number, rest, log length, turn, generation, and their numbers, in order)."""
 
-    config, cores = task
-    world = _world(config)
-    before = world.oracle_calls
-    tables: tuple[dict, dict, dict] = ({}, {}, {})  # core -> index, action -> index, edge -> index
-    with no_cyclic_gc():  # as in the search: the world's memo tables are millions of acyclic tuples
-        moves = [[(_index(tables[1], action), _index(tables[0], nxt), de, dc, dk, ds, dt, dg, _index(tables[2], edge))
-                  for action, nxt, de, dc, dk, ds, dt, dg, edge in world._moves(*core)] for core in cores]
-    return moves, world.oracle_calls - before, tuple(list(table) for table in tables)
-
-
-def _index(table: dict, value) -> int:
-    found = table.get(value)
-    if found is None:
-        found = table[value] = len(table)
-    return found
+    src: np.ndarray
+    dst: np.ndarray
+    action: np.ndarray
+    edge: np.ndarray
+    gsid: np.ndarray
+    low: np.ndarray
+    seq: np.ndarray
+    turn: np.ndarray
+    gen: np.ndarray
+    ids: np.ndarray
 
 
-class Expander:
-    """Fills ``world``'s compact moves for a frontier's new cores through ``pool``."""
+@dataclass
+class Figures:
+    """What the distributed search cost: partitions per level, tasks, model runs made on the workers."""
 
-    def __init__(self, pool: Pool, world: World):
-        self.pool, self.world, self.config = pool, world, _config(world)
-        self.partitions = max(1, len(pool.workers))
-        self.model_runs = 0
-        self.tasks = 0
+    partitions: int
+    tasks: int = 0
+    model_runs: int = 0
 
-    def __call__(self, cores: list[int]) -> None:
-        world = self.world
-        todo = sorted({c for c in cores if world._compact[c] is None})
-        if not todo:
-            return
-        parts: list[list[int]] = [[] for _ in range(self.partitions)]
-        for number in todo:
-            parts[stable_hash(signature(world.cores[number][SURF], 0)) % self.partitions].append(number)
-        results = self.pool.map(expand, [(self.config, [world.cores[n] for n in part]) for part in parts],
-                                pin=True, label="explore-expand")
-        self.tasks += len(parts)
-        for part, (moves, runs, (successors, actions, edges)) in zip(parts, results):
-            self.model_runs += runs
-            numbers = [world.core_id(core) for core in successors]
-            for number, listed in zip(part, moves):
-                world._compact[number] = [(actions[a], numbers[c], de, dc, dk, ds, dt, dg, edges[e])
-                                          for a, c, de, dc, dk, ds, dt, dg, e in listed]
+
+def explore_partitioned(world: World, run_map, partitions: int, *, symmetry: bool = True, reverse: bool = False,
+                        on_level=None, memory=None) -> tuple[Exploration, Figures]:
+    """BFS over every reachable state of ``world``, each level's frontier in ``partitions`` partitions
+    expanded by ``run_map(expand_partition, tasks)`` (``Pool.map`` pinned, or the builtin map in this
+    process). ``memory`` stops the search at a level's end once the resident set passes its bound."""
+    with no_cyclic_gc():
+        return _Search(world, run_map, partitions, symmetry, reverse).run(on_level, memory)
+
+
+class _Search:
+    def __init__(self, world: World, run_map, partitions: int, symmetry: bool, reverse: bool):
+        self.world, self.run_map, self.symmetry, self.reverse = world, run_map, symmetry, reverse
+        self.figures = Figures(partitions)
+        self.exp = Exploration(world, symmetry)
+        self.packer = Packer(world)  # decodes a core's fields; its surface table is this process's
+        self.span = S_SURF * self.packer.per_core
+        self.config, self.run_id = world_config(world), uuid.uuid4().hex
+        self.surfaces: list = []
+        self.surface_ids: dict = {}
+        self.hashes: list = []  # surface number -> its owner hash
+        self.actions: list = []
+        self.action_ids: dict = {}
+        self.edges: list = []
+        self.edge_ids: dict = {}
+        self.check = _surface_checks(self.exp)
+        # per state, in state order: surface number, rest, log length, turn, generation
+        self.gsid = np.zeros(0, np.int64)
+        self.low = np.zeros(0, np.int64)
+        self.seq = self.turn = self.gen = np.zeros(0, np.int64)
+        self.keys = np.zeros(0, np.int64)  # the visited identities, sorted
+        self.ids = np.zeros(0, np.int64)  # the state number of each, aligned
+
+    def intern(self, surf: tuple, hashed: int | None = None) -> int:
+        number = self.surface_ids.get(surf)
+        if number is None:
+            number = self.surface_ids[surf] = len(self.surfaces)
+            self.surfaces.append(surf)
+            self.hashes.append(owner_hash(surf) if hashed is None else hashed)
+        return number
+
+    def identity(self, gsid: np.ndarray, low: np.ndarray, seq, turn, gen) -> np.ndarray:
+        """A state's identity: with the VIEW its surface and rest; without, its log length, turn and generation too."""
+        key = gsid * self.span + low
+        if self.symmetry:
+            return key
+        if int(key.max(initial=0)) >= (1 << 62) // _EXTRA ** 3 or int(max(seq.max(initial=0), turn.max(initial=0),
+                                                                          gen.max(initial=0))) >= _EXTRA:
+            raise ValueError("--no-symmetry: these bounds are too large for the distributed search's state numbers")
+        return ((key * _EXTRA + seq) * _EXTRA + turn) * _EXTRA + gen
+
+    def run(self, on_level, memory) -> tuple[Exploration, Figures]:
+        """Level by level; while the workers expand the next level, this process writes the last one's
+        states and edges as the tuples the checks read (the merge itself, arrays only, comes first)."""
+        exp, start = self.exp, time.perf_counter()
+        initial = self.world.initial()
+        first = _Level(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                       np.array([self.intern(initial[SURF])]),
+                       np.array([self.packer.pack(initial[:EVENTS]) % S_SURF * self.packer.per_core]),
+                       np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
+        self._number(first, None)
+        self._write(first, 0)
+        with ThreadPoolExecutor(1, thread_name_prefix="explore-expand") as background:
+            frontier, level = first.ids, 0
+            pending = background.submit(self._expand, frontier)
+            while pending is not None:
+                found = self._merge(frontier, pending.result(), level)
+                frontier, level = found.ids, level + 1
+                pending = background.submit(self._expand, frontier) if frontier.size else None
+                self._write(found, level)
+                if on_level is not None:
+                    on_level(level, len(exp.states), len(exp.edges))
+                if memory is not None and pending is not None:
+                    try:
+                        memory.check()
+                    except MemoryLimitReached as reached:
+                        exp.complete, exp.stopped = False, f"incomplete at {len(exp.states)} states: {reached}"
+                        pending.cancel()
+                        break
+        exp.seconds = time.perf_counter() - start
+        return exp, self.figures
+
+    def _expand(self, frontier: np.ndarray) -> tuple[list, list]:
+        """The frontier's partitions (positions in it) and their answers, from the workers."""
+        count = self.figures.partitions
+        owner = np.asarray(self.hashes, dtype=np.int64)[self.gsid[frontier]] % count
+        positions = [np.flatnonzero(owner == part) for part in range(count)]
+        answers = list(self.run_map(expand_partition, [self._task(frontier[where]) for where in positions]))
+        self.figures.tasks += len(positions)
+        self.figures.model_runs += sum(answer.model_runs for answer in answers)
+        return positions, answers
+
+    def _merge(self, frontier: np.ndarray, expanded: tuple, level: int) -> "_Level":
+        """One level's edges in the search's order, its successors told apart from the visited set, the new
+        states numbered in the order they are first reached (arrays only)."""
+        positions, answers = expanded
+        src, gsid, low, ds, dt, dg, action, edge = self._merged(answers, positions)
+        src = frontier[src]
+        seq, turn, gen = self.seq[src] + ds, self.turn[src] + dt, self.gen[src] + dg
+        keys = self.identity(gsid, low, seq, turn, gen)
+        unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        where = np.searchsorted(self.keys, unique)
+        seen = where < self.keys.size
+        seen[seen] = self.keys[where[seen]] == unique[seen]
+        ids = np.empty(unique.size, np.int64)
+        ids[seen] = self.ids[where[seen]]
+        fresh = np.flatnonzero(~seen)
+        fresh = fresh[np.argsort(first[fresh], kind="stable")]  # numbered in the order first reached
+        base = self.gsid.size
+        ids[fresh] = np.arange(base, base + fresh.size)
+        at = first[fresh]
+        found = _Level(src, ids[inverse.reshape(-1)], action, edge, gsid[at], low[at], seq[at], turn[at], gen[at],
+                       ids[fresh])
+        self._number(found, unique[fresh])
+        return found
+
+    def _number(self, found: "_Level", keys) -> None:
+        """Record a level's new states in the arrays the next level's tasks and merge read."""
+        self.gsid = np.concatenate([self.gsid, found.gsid])
+        self.low = np.concatenate([self.low, found.low])
+        self.seq, self.turn, self.gen = (np.concatenate([self.seq, found.seq]), np.concatenate([self.turn, found.turn]),
+                                         np.concatenate([self.gen, found.gen]))
+        if keys is None:  # the initial state
+            keys = self.identity(found.gsid, found.low, found.seq, found.turn, found.gen)
+        order = np.argsort(keys, kind="stable")  # the visited set stays sorted: one merge per level
+        where = np.searchsorted(self.keys, keys[order])
+        self.keys = np.insert(self.keys, where, keys[order])
+        self.ids = np.insert(self.ids, where, found.ids[order])
+
+    def _write(self, found: "_Level", depth: int) -> None:
+        """A level's new states as representatives (with the state invariants' findings) and its edges as
+        ``(src, dst, action, edge)``, in order: what :class:`.bfs.Exploration` holds for the checks."""
+        exp, packer, surfaces = self.exp, self.packer, self.surfaces
+        fields_of, decode, per_core = packer.fields.get, packer.decode, packer.per_core
+        span_e = packer.span_calls * packer.span_comps
+        for number, g, value, s, t, n in zip(found.ids.tolist(), found.gsid.tolist(), found.low.tolist(),
+                                             found.seq.tolist(), found.turn.tolist(), found.gen.tolist()):
+            rest, counters = divmod(value, per_core)
+            events, within = divmod(counters, span_e)
+            calls, comps = divmod(within, packer.span_comps)
+            f = fields_of(rest) or decode(rest)
+            surf = surfaces[g]
+            exp.states.append((f[0], f[1], surf, f[2], f[3], f[4], f[5], f[6], events, calls, comps, s, t, n))
+            self.check(number, g, surf, f[2])
+        exp.depth.extend([depth] * found.ids.size)
+        actions, edges = self.actions, self.edges
+        exp.edges.extend(zip(found.src.tolist(), found.dst.tolist(), map(actions.__getitem__, found.action.tolist()),
+                             map(edges.__getitem__, found.edge.tolist())))
+
+    def _task(self, states: np.ndarray) -> Task:
+        gsids = self.gsid[states]
+        surfaces = tuple((int(g), self.surfaces[g]) for g in np.unique(gsids).tolist())
+        return Task(self.config, self.run_id, self.reverse, gsids, self.low[states],
+                    None if self.world.bounds.max_seq is None else self.seq[states], surfaces)
+
+    def _merged(self, answers: list[Answer], positions: list[np.ndarray]) -> tuple:
+        """Every partition's edges in this process's numbering, in the order of the search in one process."""
+        parts = []
+        for answer, where in zip(answers, positions):
+            surface = np.fromiter((self.intern(*entry) if type(entry) is tuple else entry for entry in answer.surfaces),
+                                  dtype=np.int64, count=len(answer.surfaces))
+            action = np.fromiter((self._index(self.action_ids, self.actions, a) for a in answer.actions),
+                                 dtype=np.int64, count=len(answer.actions))
+            edge = np.fromiter((self._index(self.edge_ids, self.edges, e) for e in answer.edges),
+                               dtype=np.int64, count=len(answer.edges))
+            parts.append((where[answer.src], surface[answer.surface], answer.low, answer.ds, answer.dt, answer.dg,
+                          action[answer.action], edge[answer.edge]))
+        columns = [np.concatenate([part[i] for part in parts]).astype(np.int64) for i in range(8)]
+        order = np.argsort(columns[0], kind="stable")
+        return tuple(column[order] for column in columns)
+
+    @staticmethod
+    def _index(ids: dict, values: list, value) -> int:
+        found = ids.get(value)
+        if found is None:
+            found = ids[value] = len(values)
+            values.append(value)
+        return found

@@ -147,14 +147,15 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
     else:
         from surfacecheck.core.cluster import pool
 
-        from .distributed import Expander
+        from .distributed import explore_partitioned
 
         with pool(workers, scheduler) as cluster:
-            expander = Expander(cluster, world)
-            exp = explore(world, symmetry=symmetry, reverse=reverse, on_level=on_level, memory=memory,
-                          expand=expander)
-            distributed = {"workers": expander.partitions, "scheduler": None if cluster.local else cluster.address,
-                           "tasks": expander.tasks, "worker_model_runs": expander.model_runs}
+            count = len(cluster.workers)
+            exp, figures = explore_partitioned(
+                world, lambda fn, tasks: cluster.map(fn, tasks, pin=True, label="explore-level"), count,
+                symmetry=symmetry, reverse=reverse, on_level=on_level, memory=memory)
+            distributed = {"workers": count, "scheduler": None if cluster.local else cluster.address,
+                           "tasks": figures.tasks, "worker_model_runs": figures.model_runs}
     if cache is not None and world.oracle_calls:
         transition_cache.save(world, cache)
     started = time.perf_counter()
