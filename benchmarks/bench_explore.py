@@ -10,8 +10,10 @@ are paid in every round. Variants:
 * ``exact`` — ``explore --exact`` (``World(shared=False)``): one model run per surface instead of one per
   shape; the variant that loses, so the speed of the shared runs is tracked as a ratio measured in one run
   (the figures against older commits are in ``docs/performance-history.md``);
-* ``workers-2`` — today's search with each level's new cores expanded on a local Dask cluster of two
-  processes (cluster start-up included; only at the larger bounds, and only with Dask installed).
+* ``workers-1``, ``workers-2`` — ``explore --workers N`` (:mod:`surfacecheck.explore.distributed`): the packed
+  search level by level, each level's frontier partitioned over a local Dask cluster of N processes; its figure
+  is the search's wall time once the cluster is up (only at the larger bounds, and only with Dask installed),
+  set against ``current``'s wall time (``plain``) in the same run.
 
 Bounds: ``default`` (5/2/1, 23,052 states) and ``6/2/2`` (403,026 states; set ``SURFACECHECK_BENCH_BIG=1``,
 a minute or more per round). ``python benchmarks/bench_explore.py [--big]`` prints a plain table
@@ -43,15 +45,17 @@ def cold() -> None:
 def run(variant: str, bounds: Bounds) -> tuple[int, int, float]:
     """One cold exploration: (states, edges, CPU seconds of this process; wall seconds with workers)."""
     cold()
-    if variant == "workers-2":
+    if variant.startswith("workers-"):
         from surfacecheck.core.cluster import pool
-        from surfacecheck.explore.distributed import Expander
+        from surfacecheck.explore.distributed import explore_partitioned
 
-        began = time.perf_counter()
-        with pool(2) as cluster:
-            world = World(bounds)
-            exp = bfs.explore(world, expand=Expander(cluster, world))
-        return len(exp.states), len(exp.edges), time.perf_counter() - began
+        with pool(int(variant.split("-")[1])) as cluster:
+            exp, _figures = explore_partitioned(World(bounds), lambda fn, tasks: cluster.map(fn, tasks, pin=True),
+                                                len(cluster.workers))
+        return len(exp.states), len(exp.edges), exp.seconds
+    if variant == "plain":
+        exp = bfs.explore(World(bounds))
+        return len(exp.states), len(exp.edges), exp.seconds
     world = World(bounds, shared=variant != "exact")
     search = _compact if variant == "compact" else bfs.explore
     began = time.process_time()
@@ -90,12 +94,12 @@ def isolated(variant: str, label: str) -> tuple[int, int, float]:
 
 def main(argv: list[str]) -> int:
     big = "--big" in argv
-    names = ["exact", "compact", "current"] + (["workers-2"] if big else [])
+    names = ["exact", "compact", "current"] + (["plain", "workers-1", "workers-2"] if big else [])
     for label in (["default", "6/2/2"] if big else ["default"]):
         best: dict[str, tuple] = {}
         for _ in range(5 if label == "default" else 1):  # interleaved: a burst of load hits every variant
             for name in names:
-                if name == "workers-2" and label == "default":
+                if name in ("plain", "workers-1", "workers-2") and label == "default":
                     continue
                 found = isolated(name, label)
                 if name not in best or found[2] < best[name][2]:
@@ -103,13 +107,16 @@ def main(argv: list[str]) -> int:
         print(f"explore at {label} (each round a fresh process; best of {5 if label == 'default' else 1}):")
         for name, (states, edges, seconds) in best.items():
             print(f"  {name:<10} {states:>8} states {edges:>9} edges  {seconds:7.2f} s  {states / seconds:9.0f} states/s"
-                  + ("  (wall, with cluster start-up)" if name == "workers-2" else "  (CPU)"))
+                  + ("  (CPU)" if name in ("exact", "compact", "current") else "  (search wall)"))
         ratio = best["exact"][2] / best["current"][2]
         print(f"  current is {ratio:.2f}x the exact model runs per core, "
               f"{best['compact'][2] / best['current'][2]:.2f}x the compact loop")
         if ratio <= 1:
             print("  FAIL: the shared model runs are not faster than one run per surface")
             return 1
+        if "workers-2" in best:
+            print(f"  workers-2 is {best['plain'][2] / best['workers-2'][2]:.2f}x one plain process "
+                  f"(workers-1: {best['plain'][2] / best['workers-1'][2]:.2f}x)")
     return 0
 
 

@@ -5,18 +5,23 @@ the cost figures.
   (``tests/golden/make_explore_golden.py``): the same states in the same order, the same depths, every
   edge with its label, the same state violations and safety counterexamples — for the correct model, a
   violating control, the reverse order and the search without the VIEW reduction;
+* the distributed search (:mod:`surfacecheck.explore.distributed`) against the same golden data at 1 and 3
+  partitions, each level merged into the one-process order (and a merge that skips that order is caught);
 * ``explore --workers N`` (Dask): the same report at N = 1, 2 and 4 as in this process, violations and
-  their shortest traces included; a cluster that is lost for good makes the run inconclusive (exit 3).
+  their shortest traces included; a worker killed mid-search changes nothing but the retry it reports; a
+  cluster that is lost for good makes the run inconclusive (exit 3).
 """
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from surfacecheck.core import cluster
 from surfacecheck.cli import main as cli
 from surfacecheck.explore.bfs import explore
+from surfacecheck.explore.distributed import explore_partitioned
 from surfacecheck.explore.run import run_explore
 from surfacecheck.explore.variants import VARIANTS
 from surfacecheck.explore.world import Bounds, World
@@ -40,6 +45,37 @@ def test_the_golden_data_tells_graphs_apart():
     smaller = Bounds(bounds.events - 1, bounds.tool_pairs, bounds.compactions)
     found = graph_record(explore(World(smaller, variant=variant), symmetry=symmetry, reverse=reverse))
     assert all(found["digests"][key] != golden["digests"][key] for key in golden["digests"])
+
+
+def _in_process(fn, tasks):
+    return [fn(task) for task in tasks]
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("name, bounds, variant, reverse, symmetry", GRAPH_CASES, ids=[c[0] for c in GRAPH_CASES])
+def test_the_partitioned_search_finds_the_golden_graph(name, bounds, variant, reverse, symmetry, partitions):
+    golden = json.loads((HERE / f"graph-{name}.json").read_text())
+    exp, figures = explore_partitioned(World(bounds, variant=variant), _in_process, partitions, symmetry=symmetry,
+                                       reverse=reverse)
+    assert figures.tasks == partitions * (max(exp.depth) + 1)
+    assert graph_record(exp) == golden
+
+
+def test_every_partition_holds_states_and_a_merge_out_of_order_is_caught(monkeypatch):
+    name, bounds, variant, reverse, symmetry = GRAPH_CASES[0]
+    golden = json.loads((HERE / f"graph-{name}.json").read_text())
+    sizes = []
+
+    def counted(fn, tasks):
+        sizes.append([task.gsids.size for task in tasks])
+        return _in_process(fn, tasks)
+
+    explore_partitioned(World(bounds, variant=variant), counted, 3, symmetry=symmetry, reverse=reverse)
+    assert all(sum(level[part] for level in sizes) > golden["states"] // 10 for part in range(3))
+    monkeypatch.setattr(np, "argsort", lambda values, kind=None: np.arange(len(values)))  # partition order kept
+    exp, _figures = explore_partitioned(World(bounds, variant=variant), _in_process, 3, symmetry=symmetry,
+                                        reverse=reverse)
+    assert len(exp.states) == golden["states"] and graph_record(exp) != golden
 
 
 def _cost_free(report: dict) -> dict:
