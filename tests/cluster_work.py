@@ -32,3 +32,15 @@ def without_times(value, drop: frozenset = TIME_KEYS):
     if isinstance(value, list):
         return [without_times(v, drop) for v in value]
     return value
+
+
+def expand_or_die(item: tuple):
+    """The explorer's partition task, but the worker process dies the first time a task is marked to (a marker
+    file remembers), mid-search."""
+    from surfacecheck.explore.partition import expand_partition
+
+    marker, doomed, task = item
+    if doomed and not Path(marker).exists():
+        Path(marker).write_text(str(os.getpid()))
+        os._exit(17)
+    return expand_partition(task)

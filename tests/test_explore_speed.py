@@ -18,6 +18,7 @@ import json
 import numpy as np
 import pytest
 
+import cluster_work
 from surfacecheck.core import cluster
 from surfacecheck.cli import main as cli
 from surfacecheck.explore.bfs import explore
@@ -97,6 +98,25 @@ def test_workers_give_the_same_report(serial_report, workers, tmp_path):
         for violation in found["violations"]:
             violation["trace"] = violation["trace"] and violation["trace"].rsplit("/", 1)[-1]
     assert _cost_free(report) == _cost_free(serial_report)
+
+
+def test_a_worker_killed_mid_search_changes_nothing(tmp_path):
+    """The worker that owns a partition dies while expanding the third level; Dask re-runs the task on the
+    worker its nanny restarts (a partition's answer is a function of its states), and the graph is the
+    golden one."""
+    name, bounds, variant, reverse, symmetry = GRAPH_CASES[0]
+    golden = json.loads((HERE / f"graph-{name}.json").read_text())
+    marker, levels = tmp_path / "died", []
+    with cluster.pool(2) as pool:
+        def run_map(fn, tasks):
+            levels.append(len(tasks))
+            items = [(str(marker), len(levels) == 3 and index == 0, task) for index, task in enumerate(tasks)]
+            return pool.map(cluster_work.expand_or_die, items, pin=True, label="explore-level")
+
+        exp, _figures = explore_partitioned(World(bounds, variant=variant), run_map, 2, symmetry=symmetry,
+                                            reverse=reverse)
+    assert marker.exists()  # a worker process really died mid-search
+    assert graph_record(exp) == golden
 
 
 def test_a_lost_cluster_is_inconclusive(monkeypatch, capsys):

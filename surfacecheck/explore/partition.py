@@ -20,13 +20,12 @@ only what it costs), so a task that Dask re-runs on another worker gives the sam
 from __future__ import annotations
 
 import gc
+import zlib
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
-
-from surfacecheck.core.cluster import stable_hash
 
 from .layout import S_SURF
 from .packed import Packer
@@ -39,8 +38,11 @@ _RUNS_KEPT = 4
 
 
 def owner_hash(surf: tuple) -> int:
-    """The stable hash that places a surface's states on a worker: its shape's (:func:`.shape.signature`)."""
-    return stable_hash(signature(surf, 0))
+    """The stable hash that places a surface's states on a worker: its shape's (:func:`.shape.signature`: the
+    split, the prefix's price sum and big results, the tail), as CRC-32 of one string (the same in every
+    process, unlike ``hash`` of a str)."""
+    m, total, big, tail = signature(surf, 0)
+    return zlib.crc32(f"{m}:{total}:{big}:{' '.join(tail)}".encode())
 
 
 def world_config(world: World) -> tuple:
@@ -83,6 +85,14 @@ class Answer:
     model_runs: int
 
 
+class _Numbering(dict):
+    """Values numbered in the order first seen (a lookup of a known one stays in C)."""
+
+    def __missing__(self, value) -> int:
+        found = self[value] = len(self)
+        return found
+
+
 class _Search:
     """A worker's packed moves for one world: the packer, the move store, and what it learnt of each run's
     surface numbers."""
@@ -93,37 +103,41 @@ class _Search:
         self.span = S_SURF * self.packer.per_core
         self.dstate, self.fields = array("q"), tuple(array("i") for _ in range(8))  # de dc dk ds dt dg action edge
         self.segments: dict = {}  # id(a move list) -> (offset, length) in the store
+        self.size = 0
+        self.queued: list = []
         self.kept: list = []  # the lists whose ids are keys, kept alive so an id is never reused
-        self.actions: dict = {}
+        self.actions = _Numbering()
         self.edges: list = []  # kept alive with the lists, so an id is never reused
         self.edge_ids: dict = {}
         self.runs: dict = {}  # run -> {this packer's surface number: the coordinator's}
 
     def segment(self, moves: list) -> tuple[int, int]:
-        """Where ``moves`` (one group's relative moves) sit in the store, storing them the first time."""
-        offset = len(self.dstate)
-        self.segments[id(moves)] = found = (offset, len(moves))
+        """Where ``moves`` (one group's relative moves) sit in the store, queued for it the first time (most
+        lists hold two or three moves: :meth:`flush` writes the queue column by column)."""
+        found = self.segments[id(moves)] = (self.size, len(moves))
+        self.size += len(moves)
+        self.queued.extend(moves)
         self.kept.append(moves)
-        action, _dcore, dstate, de, dc, dk, ds, dt, dg, edge = zip(*moves)
+        return found
+
+    def flush(self) -> None:
+        """Write the queued moves into the store's columns."""
+        if not self.queued:
+            return
+        action, _dcore, dstate, de, dc, dk, ds, dt, dg, edge = zip(*self.queued)
+        self.queued = []
         self.dstate.extend(dstate)
         for column, values in zip(self.fields, (de, dc, dk, ds, dt, dg)):
             column.extend(values)
-        self.fields[6].extend(map(self._action, action))
-        self.fields[7].extend(map(self._edge, map(id, edge), edge))
-        return found
-
-    def _action(self, action: str) -> int:
-        found = self.actions.get(action)
-        if found is None:
-            found = self.actions[action] = len(self.actions)
-        return found
+        self.fields[6].extend(map(self.actions.__getitem__, action))
+        edge_ids = self.edge_ids
+        self.fields[7].extend([edge_ids[key] if key in edge_ids else self._edge(key, e) for key, e in
+                               zip(map(id, edge), edge)])
 
     def _edge(self, key: int, edge) -> int:
-        """An edge record's number, by identity (the move makers share one record among many moves)."""
-        found = self.edge_ids.get(key)
-        if found is None:
-            found = self.edge_ids[key] = len(self.edges)
-            self.edges.append(edge)
+        """A new edge record's number, by identity (the move makers share one record among many moves)."""
+        found = self.edge_ids[key] = len(self.edges)
+        self.edges.append(edge)
         return found
 
     def learnt(self, run: str) -> dict:
@@ -151,8 +165,8 @@ def expand_partition(task: Task) -> Answer:
     world = search.world
     before = world.oracle_calls
     with _caches_unscanned(), world.speedups():
-        sids, starts, lengths, owners = _segments(search, task)
-        return _gather(search, task, sids, starts, lengths, owners, world.oracle_calls - before)
+        sids, starts, lengths, counts = _segments(search, task)
+        return _gather(search, task, sids, starts, lengths, counts, world.oracle_calls - before)
 
 
 @contextmanager
@@ -170,49 +184,47 @@ def _caches_unscanned():
             gc.enable()
 
 
-def _segments(search: _Search, task: Task) -> tuple[list, list, list, list]:
-    """The packer's number of each state's surface, and per state of the partition, in order, the store
-    segments of its groups' moves (made where new; reversed under ``--reverse``)."""
+def _segments(search: _Search, task: Task) -> tuple[np.ndarray, list, list, list]:
+    """The packer's number of each state's surface, and the store segments of the partition's states' groups
+    (made where new), in order: their starts and lengths, and how many each state has (its groups reversed
+    under ``--reverse``)."""
     packer, learnt = search.packer, search.learnt(task.run)
     per_core, b = packer.per_core, search.world.bounds
-    span_e = packer.span_calls * packer.span_comps
-    local = {}
-    for gsid, surf in task.surfaces:
-        sid = local[gsid] = packer.surf_id(surf)
+    numbers, inverse = np.unique(task.gsids, return_inverse=True)
+    local = dict(task.surfaces)
+    found = []
+    for gsid in numbers.tolist():
+        sid = packer.surf_id(local[gsid])
         learnt[sid] = gsid
+        found.append(sid)
+    sids = np.asarray(found, dtype=np.int64)[inverse.reshape(-1)]
+    rests = task.lows // per_core
+    rooms = (task.lows % per_core) // (packer.span_calls * packer.span_comps) < b.events
     recipe_of, recipe, big, make = packer.recipes.get, packer.recipe, packer.big, packer.make
     segments, segment = search.segments.get, search.segment
     starts: list = []
     lengths: list = []
-    owners: list = []
-    sids: list = []
-    memo: dict = {}
-    for position, (gsid, low) in enumerate(zip(task.gsids.tolist(), task.lows.tolist())):
-        rest, counters = divmod(low, per_core)
-        sid = local[gsid]
-        sids.append(sid)
-        room = counters // span_e < b.events
-        key = (sid, rest, room)
-        found = memo.get(key)
-        if found is None:
-            found = memo[key] = []
-            for moves in (recipe_of(rest) or recipe(rest))[big[sid] + (0 if room else 2)]:
-                if type(moves) is not list:  # a group's table: its moves on this surface
-                    table, moves = moves, moves.get(sid)
-                    if moves is None:
-                        moves = make(table, sid, rest)
-                if moves:
-                    found.append(segments(id(moves)) or segment(moves))
-            if task.reverse:
-                found.reverse()
-        for offset, length in found:
-            starts.append(offset)
-            lengths.append(length)
-            owners.append(position)
-    return sids, starts, lengths, owners
+    counts: list = []
+    for sid, rest, room in zip(sids.tolist(), rests.tolist(), rooms.tolist()):
+        count = 0
+        for moves in (recipe_of(rest) or recipe(rest))[big[sid] + (0 if room else 2)]:
+            if type(moves) is not list:  # a group's table: its moves on this surface
+                table, moves = moves, moves.get(sid)
+                if moves is None:
+                    moves = make(table, sid, rest)
+            if moves:
+                start, length = segments(id(moves)) or segment(moves)
+                starts.append(start)
+                lengths.append(length)
+                count += 1
+        counts.append(count)
+        if task.reverse and count > 1:
+            starts[-count:] = starts[:-count - 1:-1]
+            lengths[-count:] = lengths[:-count - 1:-1]
+    return sids, starts, lengths, counts
 
 
-def _gather(search: _Search, task: Task, sids: list, starts: list, lengths: list, owners: list,
+def _gather(search: _Search, task: Task, sids: np.ndarray, starts: list, lengths: list, counts: list,
             runs: int) -> Answer:
     """The partition's edges from the store, bounded, with the tables they index."""
     packer, b = search.packer, search.world.bounds
@@ -223,7 +235,9 @@ def _gather(search: _Search, task: Task, sids: list, starts: list, lengths: list
     if task.reverse:
         within = np.repeat(lengths_a - 1, lengths_a) - within
     index = np.repeat(np.asarray(starts, dtype=np.int64), lengths_a) + within
-    src = np.repeat(np.asarray(owners, dtype=np.int32), lengths_a)
+    owners = np.repeat(np.arange(len(counts), dtype=np.int64), np.asarray(counts, dtype=np.int64))
+    src = np.repeat(owners, lengths_a)
+    search.flush()
     store = np.frombuffer(search.dstate, dtype=np.int64)
     de, dc, dk, ds, dt, dg, act, edg = (np.frombuffer(f, dtype=np.int32) for f in search.fields)
     counters = task.lows[src] % packer.per_core
@@ -236,7 +250,7 @@ def _gather(search: _Search, task: Task, sids: list, starts: list, lengths: list
         keep &= task.seqs[src] + ds[index] <= b.max_seq
     src, index = src[keep], index[keep]
     learnt = search.learnt(task.run)
-    successor = np.asarray(sids, dtype=np.int64)[src] * search.span + task.lows[src] + store[index]
+    successor = sids[src] * search.span + task.lows[src] + store[index]
     surface_ids, surface = np.unique(successor // search.span, return_inverse=True)
     surfaces = []
     for sid in surface_ids.tolist():
