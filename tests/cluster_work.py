@@ -18,6 +18,15 @@ def die_once(item: tuple[int, str]) -> int:
     return value * value
 
 
+def loud_square(item: int) -> int:
+    """Square, writing on stderr (what a quiet map drops)."""
+    import sys
+
+    sys.stderr.write("LOUD\n")
+    sys.stderr.flush()
+    return item * item
+
+
 def always_die(item) -> None:
     os._exit(17)
 
