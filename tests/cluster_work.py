@@ -41,3 +41,27 @@ def without_times(value, drop: frozenset = TIME_KEYS):
     if isinstance(value, list):
         return [without_times(v, drop) for v in value]
     return value
+
+
+def first_matrix_row_dies(marker: str) -> None:
+    """In a worker: the first matrix row any worker starts kills its process (the marker, created atomically,
+    says it happened); a worker restarted by its nanny is unpatched."""
+    from surfacecheck.matrix import run
+
+    original = run.row
+
+    def row(spec, **kwargs):
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return original(spec, **kwargs)
+        os._exit(17)
+    run.row = row
+
+
+def matrix_row_dies_on(doomed: str) -> None:
+    """In a worker: the matrix row of runtime ``doomed`` kills its process, every time it is tried here."""
+    from surfacecheck.matrix import run
+
+    original = run.row
+    run.row = lambda spec, **kwargs: os._exit(17) if spec == doomed else original(spec, **kwargs)

@@ -106,6 +106,14 @@ class Pool:
         removed worker was processing: those Dask reschedules."""
         self.client.subscribe_topic("all", self._event)
 
+    def unwatch(self) -> None:
+        """Unsubscribe before the client closes (else the scheduler writes its ``remove-client`` event to a
+        closed comm, and logs that)."""
+        try:
+            self.client.unsubscribe_topic("all")
+        except (ValueError, OSError):
+            pass
+
     def _event(self, event) -> None:
         """On the client's event loop: keep a worker removal's task keys (list.append is atomic)."""
         _time, message = event
@@ -223,7 +231,10 @@ def pool(workers: int | None = None, scheduler: str | None = None, *, on_retry: 
         try:
             opened = Pool(client, scheduler or cluster.scheduler_address, scheduler is None, on_retry)
             opened.watch()
-            yield opened
+            try:
+                yield opened
+            finally:
+                opened.unwatch()
         finally:
             client.close()
     finally:
