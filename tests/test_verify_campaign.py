@@ -24,6 +24,8 @@ def test_one_bar_for_every_level_and_the_seeds_printed(tmp_path):
     err = Terminal()
     report = verify("embedded", profile="smoke", seed=5, trace_dir=tmp_path, regressions=None, err=err, workers=1)
     assert report.status == "ok" and [lv.level for lv in report.levels] == list(LEVELS)
+    assert report.to_json()["distributed"] == {"workers": 1, "scheduler": None, "tasks": SHARDS * len(LEVELS),
+                                               "retries": []}
     text = err.getvalue()
     assert "verify: runtime embedded, profile smoke, seed 5\n" in text
     assert "run seed 5; shard i of level L runs with seed int(sha256('5:L:i')[:8], 16) mod 2**31" in text

@@ -50,6 +50,7 @@ class VerifyReport:
     unavailable: str | None = None
     stderr: str = ""
     seconds: float = 0.0
+    distributed: dict | None = None  # with --workers/--scheduler: workers, scheduler, tasks, retries (a cost figure)
 
     @property
     def status(self) -> str:
@@ -72,7 +73,8 @@ class VerifyReport:
                 "steps": steps, "steps_per_second": round(steps / secs, 1) if secs else 0.0,
                 "seconds": round(self.seconds, 3), "levels": [lv.to_json() for lv in self.levels],
                 "regressions": self.regressions, "traces": self.traces, "unavailable": self.unavailable,
-                "stderr": self.stderr[-2000:] if self.stderr else ""}
+                "stderr": self.stderr[-2000:] if self.stderr else "",
+                **({"distributed": self.distributed} if self.distributed is not None else {})}
 
     def text(self) -> str:
         lines = [f"verify: runtime {self.runtime}, profile {self.profile}, seed {self.seed}"]
@@ -179,6 +181,11 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
             _run_levels(report, pool, runtime, reference, runtime_spec, levels, profile, seed, trace_dir=trace_dir,
                         regressions=regressions, save_regressions=save_regressions, timeout=timeout, err=err,
                         command=command, shrink=shrink, max_memory=max_memory)
+            if pool is not None:
+                from surfacecheck.verify.sharded import SHARDS
+
+                report.distributed = {"workers": len(pool.workers), "scheduler": None if pool.local else pool.address,
+                                      "tasks": len(report.levels) * SHARDS, "retries": pool.retries()}
     finally:
         try:
             runtime.close()
