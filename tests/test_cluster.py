@@ -50,10 +50,12 @@ def test_a_quiet_map_drops_what_the_workers_write_on_stderr(capfd):
     assert "LOUD" not in capfd.readouterr().err
 
 
-def test_when_dask_gives_up_on_a_task_the_run_is_worker_lost():
+def test_when_dask_gives_up_on_a_task_the_run_is_worker_lost_not_a_retry():
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-        with cluster.pool(1) as p, pytest.raises(cluster.WorkerLost, match="gave up"):
-            p.map(cluster_work.always_die, [1], label="doomed")
+        with cluster.pool(1) as p:
+            with pytest.raises(cluster.WorkerLost, match="gave up"):
+                p.map(cluster_work.always_die, [1], label="doomed")
+            assert p.retried == []
 
 
 def test_without_dask_the_pool_says_how_to_install_it(monkeypatch):

@@ -110,3 +110,4 @@ def test_a_row_dask_gave_up_on_is_inconclusive(tmp_path, capsys, monkeypatch):
     assert code == 3 and data["verdict"] == "inconclusive"
     assert "the Dask run lost this row" in rows["model"]["inconclusive"]
     assert {c["state"] for c in rows["model"]["cells"]} == {"inconclusive"}
+    assert data["distributed"]["retries"] == [] and "retried:" not in err  # given up on, not retried

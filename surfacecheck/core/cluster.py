@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import zlib
+from collections import Counter
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from functools import partial
@@ -100,10 +101,14 @@ class Pool:
     on_retry: Callable[[Retry], None] | None = say_retry
     retried: list[Retry] = field(default_factory=list)
     _removals: list = field(default_factory=list, repr=False)  # (task keys, expected) per worker removed
+    _deaths: Counter = field(default_factory=Counter, repr=False)  # task key -> workers that died running it
+    _allowed_failures: int = 3
 
     def watch(self) -> None:
         """Subscribe to the scheduler's ``remove-worker`` events (its topic ``all``), which name the tasks the
-        removed worker was processing: those Dask reschedules."""
+        removed worker was processing: those Dask reschedules, unless more than its ``allowed-failures``
+        workers died running one (then the task errs: :class:`WorkerLost`, not a retry)."""
+        self._allowed_failures = self.client.run_on_scheduler(_allowed_failures)
         self.client.subscribe_topic("all", self._event)
 
     def unwatch(self) -> None:
@@ -124,8 +129,12 @@ class Pool:
         """Record the retries among this map's keys in the removals after ``seen``; the new count seen."""
         removals = self._removals[seen:]
         for keys, expected in removals:
-            for index in sorted(position[key] for key in keys if key in position):
-                retry = Retry(label, index, "worker retired" if expected else "worker lost")
+            for key in sorted((key for key in keys if key in position), key=position.get):
+                if not expected:
+                    self._deaths[key] += 1
+                    if self._deaths[key] > self._allowed_failures:
+                        continue  # the scheduler gave up on it: the map raises WorkerLost
+                retry = Retry(label, position[key], "worker retired" if expected else "worker lost")
                 self.retried.append(retry)
                 if self.on_retry is not None:
                     self.on_retry(retry)
@@ -182,6 +191,11 @@ class Pool:
             self._note_retries(seen, label, position)
             for future in futures:
                 future.release()
+
+
+def _allowed_failures(dask_scheduler) -> int:
+    """On the scheduler: how many workers may die running one task before it errs (``KilledWorker``)."""
+    return dask_scheduler.allowed_failures
 
 
 def _quietly(fn, item):

@@ -9,8 +9,9 @@ folder shared with it. One progress bar counts the rows done, with the last fini
 
 A worker lost mid-row is retried by Dask, and the retry is said (``retried: matrix-row #i (worker lost)`` on
 stderr) and listed in ``distributed.retries``. When Dask gives up (a row's workers kept dying) or the cluster
-cannot be reached, the rows already finished are kept and every other row is ``inconclusive`` with the reason:
-the run exits 3 (or 1 when a finished row holds a NEW witness), never with a short table.
+cannot be reached, the rows already finished are kept and every other row (running or waiting: Dask cancels them)
+is ``inconclusive`` with the reason: the run exits 3 (or 1 when a finished row holds a NEW witness), never with a
+short table.
 """
 from __future__ import annotations
 
