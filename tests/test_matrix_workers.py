@@ -111,3 +111,13 @@ def test_a_row_dask_gave_up_on_is_inconclusive(tmp_path, capsys, monkeypatch):
     assert "the Dask run lost this row" in rows["model"]["inconclusive"]
     assert {c["state"] for c in rows["model"]["cells"]} == {"inconclusive"}
     assert data["distributed"]["retries"] == [] and "retried:" not in err  # given up on, not retried
+
+
+def test_an_existing_cluster_by_its_address_gives_the_same_matrix(in_process, tmp_path, capsys):
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as existing:
+        code, data, err, traces = _matrix(tmp_path, capsys, "--scheduler", existing.scheduler_address)
+    assert code == in_process[0] and _table(data) == _table(in_process[1]) and traces == in_process[2]
+    assert data["distributed"]["scheduler"] == existing.scheduler_address and data["distributed"]["workers"] == 1
+    assert f"2 tasks on 1 worker ({existing.scheduler_address})" in err

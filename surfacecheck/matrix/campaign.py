@@ -21,6 +21,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from surfacecheck.core import cluster
+from surfacecheck.core.words import count
 
 from .cells import Matrix, Row
 from .run import Say, inconclusive_row, keep, matrix_of, row_task, summary
@@ -47,7 +48,7 @@ def run_on_cluster(runtimes: list[str], *, seed: int, examples: int | None, trac
     try:
         with cluster.pool(workers, scheduler) as pool:
             block["workers"] = len(pool.workers)
-            say(f"matrix: one row per Dask task, {len(items)} tasks on {block['workers']} workers "
+            say(f"matrix: one row per Dask task, {count(len(items), 'task')} on {count(block['workers'], 'worker')} "
                 f"({'a local cluster' if pool.local else pool.address})")
             bar = tqdm(total=len(items), desc="matrix", unit="row", file=sys.stderr, disable=None, leave=False)
             try:
