@@ -18,6 +18,15 @@ def die_once(item: tuple[int, str]) -> int:
     return value * value
 
 
+def loud_square(item: int) -> int:
+    """Square, writing on stderr (what a quiet map drops)."""
+    import sys
+
+    sys.stderr.write("LOUD\n")
+    sys.stderr.flush()
+    return item * item
+
+
 def always_die(item) -> None:
     os._exit(17)
 
@@ -44,3 +53,26 @@ def expand_or_die(item: tuple):
         Path(marker).write_text(str(os.getpid()))
         os._exit(17)
     return expand_partition(task)
+
+def first_matrix_row_dies(marker: str) -> None:
+    """In a worker: the first matrix row any worker starts kills its process (the marker, created atomically,
+    says it happened); a worker restarted by its nanny is unpatched."""
+    from surfacecheck.matrix import run
+
+    original = run.row
+
+    def row(spec, **kwargs):
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return original(spec, **kwargs)
+        os._exit(17)
+    run.row = row
+
+
+def matrix_row_dies_on(doomed: str) -> None:
+    """In a worker: the matrix row of runtime ``doomed`` kills its process, every time it is tried here."""
+    from surfacecheck.matrix import run
+
+    original = run.row
+    run.row = lambda spec, **kwargs: os._exit(17) if spec == doomed else original(spec, **kwargs)

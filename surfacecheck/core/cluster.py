@@ -6,7 +6,10 @@ address. Every use is a *map of a pure function* over an ordered list of work it
 of the explorer's frontier, a shard of verify's examples, a script, a mutant): results come back
 in item order, so what a command reports cannot depend on how many workers computed it.
 
-A worker lost mid-run is retried by Dask (the task is pure, so re-running it is safe); when the
+A worker lost mid-run is retried by Dask (the task is pure, so re-running it is safe), and the retry is
+made visible: the scheduler logs a ``remove-worker`` event naming the tasks that worker was processing;
+the pool subscribes to it and records each of its own items among them (:attr:`Pool.retried`, a line
+``retried: <label> #<index> (worker lost)`` on stderr, a command's ``distributed.retries``). When the
 scheduler gives up on a task (``KilledWorker``: it was on ``allowed-failures`` dying workers) or
 the cluster cannot be reached, :class:`WorkerLost` is raised and the command reports the run
 inconclusive (exit 3), never short. Dask is an optional extra: without it, ``--workers`` is a
@@ -17,9 +20,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 import zlib
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections import Counter
+from contextlib import contextmanager, redirect_stderr
+from dataclasses import dataclass, field
+from functools import partial
+from io import StringIO
+from typing import Callable, NamedTuple
 
 from surfacecheck.core.argtypes import positive_count
 
@@ -59,13 +67,82 @@ def stable_hash(value) -> int:
     return zlib.crc32(repr(value).encode())
 
 
+class Retry(NamedTuple):
+    """Item ``index`` of a map labelled ``label`` ran again elsewhere: its worker left mid-task (``reason``)."""
+
+    label: str
+    index: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"retried: {self.label} #{self.index} ({self.reason})"
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "index": self.index, "reason": self.reason}
+
+
+def say_retry(retry: Retry) -> None:
+    """The default :attr:`Pool.on_retry`: the retry's line on stderr, above any progress bar."""
+    from tqdm import tqdm
+
+    tqdm.write(str(retry), file=sys.stderr)
+
+
 @dataclass
 class Pool:
-    """An open Dask client; :meth:`map` is the only way work leaves this process."""
+    """An open Dask client; :meth:`map` is the only way work leaves this process.
+
+    ``retried`` lists every item re-run because its worker was lost, over the pool's maps in the order
+    seen (a map's own are those with its label); ``on_retry(retry)`` is called for each as it is seen."""
 
     client: object
     address: str
     local: bool
+    on_retry: Callable[[Retry], None] | None = say_retry
+    retried: list[Retry] = field(default_factory=list)
+    _removals: list = field(default_factory=list, repr=False)  # (task keys, expected) per worker removed
+    _deaths: Counter = field(default_factory=Counter, repr=False)  # task key -> workers that died running it
+    _allowed_failures: int = 3
+
+    def watch(self) -> None:
+        """Subscribe to the scheduler's ``remove-worker`` events (its topic ``all``), which name the tasks the
+        removed worker was processing: those Dask reschedules, unless more than its ``allowed-failures``
+        workers died running one (then the task errs: :class:`WorkerLost`, not a retry)."""
+        self._allowed_failures = self.client.run_on_scheduler(_allowed_failures)
+        self.client.subscribe_topic("all", self._event)
+
+    def unwatch(self) -> None:
+        """Unsubscribe before the client closes (else the scheduler writes its ``remove-client`` event to a
+        closed comm, and logs that)."""
+        try:
+            self.client.unsubscribe_topic("all")
+        except (ValueError, OSError):
+            pass
+
+    def _event(self, event) -> None:
+        """On the client's event loop: keep a worker removal's task keys (list.append is atomic)."""
+        _time, message = event
+        if isinstance(message, dict) and message.get("action") == "remove-worker":
+            self._removals.append((frozenset(message.get("processing-tasks") or ()), bool(message.get("expected"))))
+
+    def _note_retries(self, seen: int, label: str, position: dict) -> int:
+        """Record the retries among this map's keys in the removals after ``seen``; the new count seen."""
+        removals = self._removals[seen:]
+        for keys, expected in removals:
+            for key in sorted((key for key in keys if key in position), key=position.get):
+                if not expected:
+                    self._deaths[key] += 1
+                    if self._deaths[key] > self._allowed_failures:
+                        continue  # the scheduler gave up on it: the map raises WorkerLost
+                retry = Retry(label, position[key], "worker retired" if expected else "worker lost")
+                self.retried.append(retry)
+                if self.on_retry is not None:
+                    self.on_retry(retry)
+        return seen + len(removals)
+
+    def retries(self, label: str | None = None) -> list[dict]:
+        """The retries (of maps labelled ``label``, or all) as JSON, for a command's ``distributed`` block."""
+        return [r.to_json() for r in self.retried if label is None or r.label == label]
 
     @property
     def workers(self) -> list[str]:
@@ -79,16 +156,22 @@ class Pool:
         except (OSError, TimeoutError):
             return {}
 
-    def map(self, fn, items: list, *, pin: bool = False, label: str = "task", done=None) -> list:
+    def map(self, fn, items: list, *, pin: bool = False, label: str = "task", done=None, quiet: bool = False) -> list:
         """``[fn(item) for item in items]`` on the cluster, in item order. ``pin``: item i goes to worker
         i mod W first (so a partition meets the caches it warmed), and to any worker if that one is lost.
         ``done(index, result)`` is called as each item finishes, in completion order (a progress bar);
-        the list returned is still in item order, so nothing a command reports depends on that order."""
+        the list returned is still in item order, so nothing a command reports depends on that order.
+        Items re-run because their worker was lost are recorded in :attr:`retried` as they are seen.
+        ``quiet``: what ``fn`` writes on stderr in the worker is dropped (its own progress bars, which
+        would draw over this process's one bar on a shared terminal)."""
         from distributed import as_completed
 
         if not items:
             return []
+        if quiet:
+            fn = partial(_quietly, fn)
         workers = self.workers if pin else []
+        seen = len(self._removals)
         futures = []
         for index, item in enumerate(items):
             where = {"workers": [workers[index % len(workers)]], "allow_other_workers": True} if workers else {}
@@ -98,14 +181,27 @@ class Pool:
         results: dict[int, object] = {}
         try:
             for future in as_completed(futures, loop=self.client.loop):
+                seen = self._note_retries(seen, label, position)
                 index = position[future.key]
                 results[index] = _result(future, label)
                 if done is not None:
                     done(index, results[index])
             return [results[index] for index in range(len(items))]
         finally:
+            self._note_retries(seen, label, position)
             for future in futures:
                 future.release()
+
+
+def _allowed_failures(dask_scheduler) -> int:
+    """On the scheduler: how many workers may die running one task before it errs (``KilledWorker``)."""
+    return dask_scheduler.allowed_failures
+
+
+def _quietly(fn, item):
+    """``fn(item)`` in a worker with its stderr dropped (see :meth:`Pool.map`'s ``quiet``)."""
+    with redirect_stderr(StringIO()):
+        return fn(item)
 
 
 def _result(future, label: str):
@@ -123,8 +219,9 @@ def _result(future, label: str):
 
 
 @contextmanager
-def pool(workers: int | None = None, scheduler: str | None = None):
-    """A :class:`Pool` on a new ``LocalCluster`` of ``workers`` processes, or on ``scheduler``'s cluster."""
+def pool(workers: int | None = None, scheduler: str | None = None, *, on_retry: Callable[[Retry], None] | None = say_retry):
+    """A :class:`Pool` on a new ``LocalCluster`` of ``workers`` processes, or on ``scheduler``'s cluster;
+    ``on_retry`` is told of every item re-run because its worker was lost (default: a line on stderr)."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -146,7 +243,12 @@ def pool(workers: int | None = None, scheduler: str | None = None):
             except (OSError, TimeoutError) as exc:
                 raise WorkerLost(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
         try:
-            yield Pool(client, scheduler or cluster.scheduler_address, scheduler is None)
+            opened = Pool(client, scheduler or cluster.scheduler_address, scheduler is None, on_retry)
+            opened.watch()
+            try:
+                yield opened
+            finally:
+                opened.unwatch()
         finally:
             client.close()
     finally:

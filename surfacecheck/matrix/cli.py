@@ -7,6 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from surfacecheck.core import cluster
 from surfacecheck.core.argtypes import positive_count, writable_dir
 from surfacecheck.options import add_common, command_parser
 
@@ -23,7 +24,10 @@ search bounded by examples, never by time, looks for every other promise: the sa
 A promise is held only where the search met what it judges (its premise) at least once.
 
 Writes DIR/matrix.json, DIR/matrix.md, DIR/matrix.html and the NEW witnesses in DIR/traces/; --markdown also
-writes the Markdown where you say (the committed reports/matrix.md)."""
+writes the Markdown where you say (the committed reports/matrix.md).
+
+With --workers N or --scheduler ADDRESS each runtime's row is one Dask task (docs/distributed.md): the same table,
+one progress bar for the rows, the NEW witnesses shipped back and written here."""
 
 EPILOG = """\
 exit codes:
@@ -36,6 +40,7 @@ EXAMPLES = (
     "surfacecheck matrix",
     "surfacecheck matrix --runtime langchain,strands --seed 7 --json",
     "surfacecheck matrix --markdown reports/matrix.md",
+    "surfacecheck matrix --workers 4",
 )
 DEFAULT_DIR = str(Path("reports") / "out" / "matrix")
 
@@ -55,6 +60,7 @@ def register(commands) -> None:
     p.add_argument("--strict", action="store_true", help="also fail on registered findings")
     p.add_argument("--markdown", type=Path, default=None, metavar="FILE",
                    help="also write the Markdown table to FILE (e.g. reports/matrix.md)")
+    cluster.add_arguments(p, "the runtimes (one row per task; a row Dask gave up on is inconclusive)")
     p.set_defaults(func=main)
 
 
@@ -98,9 +104,20 @@ def main(args) -> int:
         sys.stderr.flush()
 
     say(f"matrix: {len(runtimes)} runtimes ({', '.join(runtimes)}), seed {seed}")
-    matrix = run_matrix(runtimes, seed=seed, examples=args.examples, trace_dir=folder / "traces",
-                        timeout=args.timeout, say=say)
-    data = {"command": "matrix", **matrix.to_json(args.strict)}
+    distributed = None
+    if cluster.wanted(args):
+        from .campaign import run_on_cluster
+
+        try:
+            matrix, distributed = run_on_cluster(runtimes, seed=seed, examples=args.examples,
+                                                 trace_dir=folder / "traces", timeout=args.timeout,
+                                                 workers=args.workers, scheduler=args.scheduler, say=say)
+        except cluster.ClusterUnavailable as exc:
+            return _usage(args, str(exc))
+    else:
+        matrix = run_matrix(runtimes, seed=seed, examples=args.examples, trace_dir=folder / "traces",
+                            timeout=args.timeout, say=say)
+    data = {"command": "matrix", **matrix.to_json(args.strict), "distributed": distributed}
     command = _command(args, runtimes, seed)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "matrix.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -13,10 +13,16 @@ For one runtime the row comes from three sources, in this order:
 
 A runtime that cannot be installed or opened, or that hangs or dies, gets a row of ``inconclusive`` cells with the
 reason.
+
+A row is computed apart from where its NEW witnesses are kept: :func:`row` gives the row and each witness's text by
+file name, and the caller writes them into the trace folder (:func:`keep`). So a row computed on a Dask worker
+(:func:`row_task`, ``--workers``/``--scheduler``: :mod:`.campaign`) ships its witnesses back, and this process writes
+every file, on a remote cluster too.
 """
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -98,8 +104,22 @@ def _registered(spec: str, findings: list, timeout: float, say: Say) -> tuple[di
     return cells, None
 
 
-def row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, timeout: float, say: Say) -> Row:
-    """The matrix row of ``spec`` (see the module docstring)."""
+def inconclusive_row(spec: str, why: str) -> Row:
+    """A row of ``inconclusive`` cells, every one with ``why``."""
+    return Row(spec, tuple(Cell(p.id, INCONCLUSIVE, why=why) for p in promises.PROMISES), inconclusive=why)
+
+
+def row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, timeout: float,
+        say: Say) -> tuple[Row, dict[str, str]]:
+    """The matrix row of ``spec`` (see the module docstring), and the text of each NEW witness by its file name in
+    ``trace_dir``, which the row's cells name; nothing is written there (the caller :func:`keep` s them)."""
+    with tempfile.TemporaryDirectory(prefix="surfacecheck-matrix-") as scratch:
+        return _row(spec, seed=seed, examples=examples, trace_dir=Path(trace_dir), scratch=Path(scratch),
+                    timeout=timeout, say=say)
+
+
+def _row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, scratch: Path, timeout: float,
+         say: Say) -> tuple[Row, dict[str, str]]:
     ids = [p.id for p in promises.PROMISES]
     findings = findings_registry.for_runtime(findings_registry.load(None, tuple(ids)), registry.base(spec))
     why = registry.problem(spec)
@@ -109,18 +129,18 @@ def row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, timeout:
         except RuntimeUnavailable as exc:
             cells, why = {}, f"{exc.kind}: {exc}"
     if why is not None:
-        return Row(spec, tuple(Cell(p, INCONCLUSIVE, why=why) for p in ids), inconclusive=why)
+        return inconclusive_row(spec, why), {}
     known = [p for p, c in cells.items() if c.state == BROKEN]
     result = search(spec, seed=seed, examples=examples, deadline_seconds=None, known=known, progress=say,
                     timeout=timeout, command=f"surfacecheck matrix --runtime {spec} --seed {seed}")
-    written = write_traces(result, trace_dir)
+    written = write_traces(result, scratch)  # the control replays the witness as written
     declared = registry.not_applicable(spec)
     for promise, found in result.found.items():
         control, judged = _control(written[promise], timeout)
         finding = findings_registry.match(findings, registry.base(spec), promise)
         cells[promise] = Cell(promise, BROKEN, finding=finding.id if finding else "NEW",
                               klass=finding.klass if finding else None,
-                              witness=os.path.relpath(written[promise], trace_dir.parent),
+                              witness=os.path.relpath(trace_dir / written[promise].name, trace_dir.parent),
                               issue=finding.issue if finding else None, replay=1, control=control, control_judged=judged,
                               exercised=result.exercised.get(promise, 0), messages=found.messages)
     out = []
@@ -141,18 +161,47 @@ def row(spec: str, *, seed: int, examples: int | None, trace_dir: Path, timeout:
     named = f"{version.get('name')} {version.get('version') or ''}".strip() if version else None
     run = {"seconds": round(result.seconds, 1), "examples": result.examples, "rounds": result.rounds,
            "command": f"surfacecheck contract --runtime {spec} --seed {seed}"}
-    return Row(spec, tuple(out), version=named, provider=result.provider, inconclusive=result.inconclusive, run=run)
+    texts = {path.name: path.read_text(encoding="utf-8") for path in written.values()}
+    return Row(spec, tuple(out), version=named, provider=result.provider, inconclusive=result.inconclusive,
+               run=run), texts
+
+
+def keep(texts: dict[str, str], trace_dir: Path) -> None:
+    """Write a row's NEW witnesses (file name -> text) into ``trace_dir``."""
+    for name, text in texts.items():
+        Path(trace_dir).mkdir(parents=True, exist_ok=True)
+        (Path(trace_dir) / name).write_text(text, encoding="utf-8")
+
+
+def summary(done: Row) -> str:
+    """A finished row in a few words: ``held``, ``broken``, ``not judged``, and why it is inconclusive."""
+    return (f"{done.runtime}: {done.count(HELD)} held, {done.count(BROKEN)} broken, "
+            f"{done.count(NOT_APPLICABLE) + done.count(NOT_EXERCISED)} not judged"
+            + (f", inconclusive: {done.inconclusive}" if done.inconclusive else ""))
+
+
+def _silent(_line: str) -> None:
+    """A worker's ``say``: its progress is this process's one bar (a row's summary), not its lines."""
+
+
+def row_task(item: tuple) -> tuple[Row, dict[str, str]]:
+    """On a Dask worker: :func:`row` of ``(spec, seed, examples, trace_dir, timeout)``, silently."""
+    spec, seed, examples, trace_dir, timeout = item
+    return row(spec, seed=seed, examples=examples, trace_dir=Path(trace_dir), timeout=timeout, say=_silent)
+
+
+def matrix_of(rows: list[Row], *, seed: int, examples: int | None) -> Matrix:
+    return Matrix(seed, tuple((p.id, p.meaning) for p in promises.PROMISES), tuple(rows), examples)
 
 
 def run_matrix(runtimes: list[str], *, seed: int, examples: int | None, trace_dir: Path, timeout: float,
                say: Say) -> Matrix:
-    """Every runtime's row, in the order given."""
+    """Every runtime's row, in the order given, in this process; the NEW witnesses written into ``trace_dir``."""
     rows = []
     for number, spec in enumerate(runtimes, 1):
         say(f"matrix: runtime {number}/{len(runtimes)}: {spec} (seed {seed})")
-        rows.append(row(spec, seed=seed, examples=examples, trace_dir=trace_dir, timeout=timeout, say=say))
-        done = rows[-1]
-        say(f"matrix: {spec}: {done.count(HELD)} held, {done.count(BROKEN)} broken, "
-            f"{done.count(NOT_APPLICABLE) + done.count(NOT_EXERCISED)} not judged"
-            + (f", inconclusive: {done.inconclusive}" if done.inconclusive else ""))
-    return Matrix(seed, tuple((p.id, p.meaning) for p in promises.PROMISES), tuple(rows), examples)
+        done, texts = row(spec, seed=seed, examples=examples, trace_dir=trace_dir, timeout=timeout, say=say)
+        keep(texts, trace_dir)
+        rows.append(done)
+        say(f"matrix: {summary(done)}")
+    return matrix_of(rows, seed=seed, examples=examples)

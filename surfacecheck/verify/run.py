@@ -50,6 +50,7 @@ class VerifyReport:
     unavailable: str | None = None
     stderr: str = ""
     seconds: float = 0.0
+    distributed: dict | None = None  # with --workers/--scheduler: workers, scheduler, tasks, retries (a cost figure)
 
     @property
     def status(self) -> str:
@@ -72,7 +73,8 @@ class VerifyReport:
                 "steps": steps, "steps_per_second": round(steps / secs, 1) if secs else 0.0,
                 "seconds": round(self.seconds, 3), "levels": [lv.to_json() for lv in self.levels],
                 "regressions": self.regressions, "traces": self.traces, "unavailable": self.unavailable,
-                "stderr": self.stderr[-2000:] if self.stderr else ""}
+                "stderr": self.stderr[-2000:] if self.stderr else "",
+                **({"distributed": self.distributed} if self.distributed is not None else {})}
 
     def text(self) -> str:
         lines = [f"verify: runtime {self.runtime}, profile {self.profile}, seed {self.seed}"]
@@ -179,6 +181,11 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
             _run_levels(report, pool, runtime, reference, runtime_spec, levels, profile, seed, trace_dir=trace_dir,
                         regressions=regressions, save_regressions=save_regressions, timeout=timeout, err=err,
                         command=command, shrink=shrink, max_memory=max_memory)
+            if pool is not None:
+                from surfacecheck.verify.sharded import SHARDS
+
+                report.distributed = {"workers": len(pool.workers), "scheduler": None if pool.local else pool.address,
+                                      "tasks": len(report.levels) * SHARDS, "retries": pool.retries()}
     finally:
         try:
             runtime.close()
@@ -201,26 +208,54 @@ def _shards(workers: int | None, scheduler: str | None):
 
 def _run_levels(report: VerifyReport, pool, runtime, reference, runtime_spec: str, levels: list[str], profile: str,
                 seed: int, *, trace_dir, regressions, save_regressions, timeout, err, command, shrink, max_memory):
-    """Each level in turn (in this process, or in shards on ``pool``); a failure is minimised and kept."""
+    """Each level in turn (in this process, or in shards on ``pool`` under one bar for every level's shards); a
+    failure is minimised and kept."""
+    bar = None
+    if pool is not None:
+        from surfacecheck.verify.sharded import campaign_bar
+
+        bar = campaign_bar(levels, seed, err)
+    try:
+        _each_level(report, pool, bar, runtime, reference, runtime_spec, levels, profile, seed, trace_dir=trace_dir,
+                    regressions=regressions, save_regressions=save_regressions, timeout=timeout, err=err,
+                    command=command, shrink=shrink, max_memory=max_memory)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _each_level(report: VerifyReport, pool, bar, runtime, reference, runtime_spec: str, levels: list[str],
+                profile: str, seed: int, *, trace_dir, regressions, save_regressions, timeout, err, command, shrink,
+                max_memory):
+    def say(line: str) -> None:  # a line on err, above the bar when there is one
+        if bar is None:
+            err.write(line + "\n")
+        else:
+            bar.write(line, file=err)
+
     for lvl in levels:
-        err.write(f"verify: level {lvl} ...\n")
+        say(f"verify: level {lvl} ...")
         if pool is None:
             result, trace_seed = run_level(runtime, reference, lvl, profile, seed, shrink, max_memory), seed
         else:
             from surfacecheck.verify.sharded import run_level_sharded
 
+            def shard_done(summary: str) -> None:
+                bar.set_postfix_str(summary, refresh=False)
+                bar.update()
             result, trace_seed = run_level_sharded(pool, runtime_spec, lvl, profile, seed, shrink=shrink,
-                                                   timeout=timeout, max_memory=max_memory)
+                                                   timeout=timeout, max_memory=max_memory, say=say,
+                                                   done=shard_done)
         report.levels.append(result)
-        err.write(f"verify: level {lvl}: {result.status}, {result.examples} examples, {result.steps} steps "
-                  f"in {result.seconds:.1f} s\n")
+        say(f"verify: level {lvl}: {result.status}, {result.examples} examples, {result.steps} steps "
+            f"in {result.seconds:.1f} s")
         if result.violation is not None:
             trace = Trace("verify", lvl, result.violation.property, tuple(result.trace_steps), result.violation,
                           runtime_spec, trace_seed, command or _command(runtime_spec, lvl, profile, trace_seed))
             if shrink:
                 before = len(trace.steps)
                 trace = minimise_trace(trace, runtime, timeout=timeout)
-                err.write(f"verify: level {lvl}: trace cut from {before} to {len(trace.steps)} steps by step deletion\n")
+                say(f"verify: level {lvl}: trace cut from {before} to {len(trace.steps)} steps by step deletion")
                 result.trace_steps, result.violation = list(trace.steps), trace.violation  # the summary names the
                 # steps of the trace written, not of the example before shrinking
             path = write_trace(Path(trace_dir) / f"verify-{lvl}-{slug(runtime_spec)}-{trace_seed}.jsonl", trace)

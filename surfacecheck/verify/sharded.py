@@ -8,14 +8,18 @@ and the level's violation is the first shard's in that order (then minimised and
 as in a serial run). So the verdict, the trace and the counts are the same at any worker count;
 they differ from a run without ``--workers`` (one Hypothesis run of all examples on one seed),
 which stays what ``check`` and CI run.
+
+A campaign (``--profile deep`` over every level) shows one progress bar for all its shards, every level's
+(:func:`campaign_bar`), and prints the run's seed with the rule its shard seeds derive by and each level's
+shard seeds; the workers' own bars and lines are dropped (a quiet map).
 """
 from __future__ import annotations
 
 import hashlib
 import math
-import sys
 import time
 from collections import Counter
+from typing import Callable, TextIO
 
 from tqdm import tqdm
 
@@ -57,18 +61,31 @@ def run_shard(task: tuple) -> tuple[int, LevelResult]:
                 pass
 
 
+SEED_RULE = "shard i of level L runs with seed int(sha256('SEED:L:i')[:8], 16) mod 2**31"
+
+
+def campaign_bar(levels: list[str], seed: int, err: TextIO) -> tqdm:
+    """The one bar of a sharded run (every level's shards), after the lines that say how its seeds derive."""
+    err.write(f"verify: {SHARDS} shards per level on Dask; run seed {seed}; {SEED_RULE.replace('SEED', str(seed))}\n")
+    return tqdm(total=SHARDS * len(levels), desc="verify", unit="shard", file=err, disable=None, leave=False)
+
+
 def run_level_sharded(pool: Pool, spec: str, level: str, profile: str, seed: int, *, shrink: bool, timeout: float,
-                      max_memory: int | None) -> tuple[LevelResult, int]:
-    """The level's shards on ``pool``, merged; and the seed of the shard whose violation is reported."""
+                      max_memory: int | None, say: Callable[[str], None] | None = None,
+                      done: Callable[[str], None] | None = None) -> tuple[LevelResult, int]:
+    """The level's shards on ``pool``, merged; and the seed of the shard whose violation is reported.
+    ``done(summary)`` as each shard finishes (the campaign's bar); ``say(line)`` is told the shards' seeds."""
     per_shard = math.ceil(max_examples(profile, level) / SHARDS)
-    tasks = [(spec, timeout, level, profile, shard_seed(seed, level, i), shrink, max_memory, per_shard)
-             for i in range(SHARDS)]
-    bar = tqdm(total=SHARDS, desc=f"verify {level} (shards)", unit="shard", file=sys.stderr, disable=None, leave=False)
+    seeds = [shard_seed(seed, level, i) for i in range(SHARDS)]
+    if say is not None:
+        say(f"verify: level {level}: {SHARDS} shards of {per_shard} examples, seeds {' '.join(map(str, seeds))}")
+    tasks = [(spec, timeout, level, profile, seeds[i], shrink, max_memory, per_shard) for i in range(SHARDS)]
+
+    def finished(index: int, result: tuple[int, LevelResult]) -> None:
+        if done is not None:
+            done(f"{level} shard {index}: {result[1].status}, {result[1].examples} examples")
     began = time.perf_counter()
-    try:
-        results = pool.map(run_shard, tasks, label=f"verify-{level}", done=lambda _i, _r: bar.update(1))
-    finally:
-        bar.close()
+    results = pool.map(run_shard, tasks, label=f"verify-{level}", done=finished, quiet=True)
     merged = LevelResult(level)
     merged.seconds = time.perf_counter() - began
     operations: Counter = Counter()
