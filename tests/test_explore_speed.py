@@ -115,7 +115,9 @@ def test_a_worker_killed_mid_search_changes_nothing(tmp_path):
 
         exp, _figures = explore_partitioned(World(bounds, variant=variant), run_map, 2, symmetry=symmetry,
                                             reverse=reverse)
+        retried = pool.retries("explore-level")
     assert marker.exists()  # a worker process really died mid-search
+    assert retried == [{"label": "explore-level", "index": 0, "reason": "worker lost"}]
     assert graph_record(exp) == golden
 
 

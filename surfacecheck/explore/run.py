@@ -155,7 +155,8 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
                 world, lambda fn, tasks: cluster.map(fn, tasks, pin=True, label="explore-level"), count,
                 symmetry=symmetry, reverse=reverse, on_level=on_level, memory=memory)
             distributed = {"workers": count, "scheduler": None if cluster.local else cluster.address,
-                           "tasks": figures.tasks, "worker_model_runs": figures.model_runs}
+                           "tasks": figures.tasks, "worker_model_runs": figures.model_runs,
+                           "retries": cluster.retries("explore-level")}
     if cache is not None and world.oracle_calls:
         transition_cache.save(world, cache)
     started = time.perf_counter()
