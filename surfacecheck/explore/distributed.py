@@ -1,8 +1,8 @@
 """``explore --workers N``: the packed search level by level, each level's frontier partitioned across workers.
 
 The search stays breadth-first. Before a level is searched its frontier is cut into one partition per worker
-by a stable hash of each state's surface shape (:func:`.partition.owner_hash`: the surfaces that share model
-runs and move templates meet one worker's caches); each partition is one task pinned to its worker, which
+by a stable hash of each state's surface's split and tail (:func:`.partition.owner_hash`: the surfaces that
+share model runs and move templates mostly meet one worker's caches); each partition is one task pinned to its worker, which
 makes the moves and gathers the edges there (:mod:`.partition`), and the answers come back as arrays. Here,
 in this process, the answers are merged into the order the search in one process visits them — the frontier
 in order, each state's moves in the world's order — by a stable sort on the source's frontier position; the
