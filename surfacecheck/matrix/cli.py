@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from surfacecheck.core import cluster
-from surfacecheck.core.argtypes import positive_count, writable_dir
+from surfacecheck.core.argtypes import positive_count
 from surfacecheck.options import add_common, command_parser
 
 DESCRIPTION = """\
