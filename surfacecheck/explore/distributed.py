@@ -32,8 +32,9 @@ from .packed import Packer
 from .partition import Answer, Task, expand_partition, owner_hash, world_config
 from .world import EVENTS, SURF, World
 
-_EXTRA = 1 << 10
+_EXTRA = 1 << 20
 """Radix of the log length, turn and generation in a state's identity without the VIEW reduction."""
+_PAIR = np.dtype([("key", np.int64), ("absolute", np.int64)])
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class _Search:
         self.gsid = np.zeros(0, np.int64)
         self.low = np.zeros(0, np.int64)
         self.seq = self.turn = self.gen = np.zeros(0, np.int64)
-        self.keys = np.zeros(0, np.int64)  # the visited identities, sorted
+        self.keys = np.zeros(0, np.int64 if symmetry else _PAIR)  # the visited identities, sorted
         self.ids = np.zeros(0, np.int64)  # the state number of each, aligned
 
     def intern(self, surf: tuple, hashed: int | None = None) -> int:
@@ -103,14 +104,14 @@ class _Search:
         return number
 
     def identity(self, gsid: np.ndarray, low: np.ndarray, seq, turn, gen) -> np.ndarray:
-        """A state's identity: with the VIEW its surface and rest; without, its log length, turn and generation too."""
+        """A state's identity: with the VIEW its surface and rest (one integer); without, that and its log length,
+        turn and generation (a pair, sorted field by field)."""
         key = gsid * self.span + low
         if self.symmetry:
             return key
-        if int(key.max(initial=0)) >= (1 << 62) // _EXTRA ** 3 or int(max(seq.max(initial=0), turn.max(initial=0),
-                                                                          gen.max(initial=0))) >= _EXTRA:
-            raise ValueError("--no-symmetry: these bounds are too large for the distributed search's state numbers")
-        return ((key * _EXTRA + seq) * _EXTRA + turn) * _EXTRA + gen
+        pairs = np.empty(key.size, _PAIR)
+        pairs["key"], pairs["absolute"] = key, (seq * _EXTRA + turn) * _EXTRA + gen
+        return pairs
 
     def run(self, on_level, memory) -> tuple[Exploration, Figures]:
         """Level by level; while the workers expand the next level, this process writes the last one's
