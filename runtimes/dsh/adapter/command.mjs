@@ -40,6 +40,11 @@ export function commandOps(world, comp) {
         } catch (err) {
           thrown = err;
         } finally {
+          // The executor settles (and writes command/done) as soon as the caller's signal aborts, without
+          // waiting for the handler (dsh-commands `withAbort`); compactNow's task goes on and writes its
+          // error close after command/done. The op's effect is everything up to quiescence, as
+          // command-compact's own teardown drains its started handlers (DIVERGENCES D5).
+          await Promise.all(op.handlers);
           if (!idle) agent.phase = idlePhase;
         }
       });
