@@ -70,7 +70,8 @@ def sample_requests() -> list[tuple[str, dict]]:
     ev.step(1, 1, "reading the first file " * 10, ("call-1",), "alpha line\n" * 300)
     ev.step(1, 2, "reading the second file " * 10, ("call-2",), "beta line\n" * 40)
     ev.requests += [("surface", {}), ("cuts", {}), ("measure", {}), ("projection", {}),
-                    ("select_range", {"retain_tokens": 100}), ("select_range", {"retain_tokens": 0})]
+                    ("select_range", {"retain_tokens": 100}), ("select_range", {"retain_tokens": 0}),
+                    ("closers", {}), ("rows", {})]  # the open turn's crash repair; the storage records
     ev.requests.append(("append", {"event": {"type": "request/header", "data": {"header": {}, "reason": "fallback"}}}))
     ev.requests.append(("append", {"event": {"type": "user/message", "data": {}, "surfaceOp": {
         "op": "replace", "start": 999, "end": 999}}}))

@@ -1,0 +1,39 @@
+// The optional persistence views (docs/protocol.md "Optional: persistence views"; spec 1.6-1.7), read-only, over
+// the world's log, each one call into dsh-session's main entry:
+// * `closers` — `interruptedTurnClosers(events)`, the crash repair dsh-session-persistence's
+//   `PersistenceCoordinator.prepareCore` appends on every load (`const closers = interruptedTurnClosers(storedEvents)
+//   .map(adoptSessionEvent)`) before it seeds the session (the closers as the scan returns them);
+// * `rows` — `packChunkRuns(events)`, the storage records the JSONL writer writes, and whether
+//   `decodeStorageRecord` reads every record (as parsed JSON) back as the log's events.
+import { isDeepStrictEqual } from 'node:util';
+import { refusal } from './refusal.mjs';
+
+const plain = (value) => JSON.parse(JSON.stringify(value));
+
+export function storageOps(world) {
+  const session = world.dsh.mods['dsh-session'];
+  return {
+    closers() {
+      let closers;
+      try {
+        closers = session.interruptedTurnClosers(world.session.events);
+      } catch (err) {
+        // the scan read a property of a missing value: no committed log dsh can repair (model: RepairScanError)
+        if (err instanceof TypeError) return refusal('RepairScanError', 'repair-scan', null, err.message);
+        throw err;
+      }
+      return { closers: plain(closers) };
+    },
+    rows() {
+      const events = plain(world.session.events);
+      const records = plain(session.packChunkRuns(world.session.events));
+      let roundtrip;
+      try {
+        roundtrip = isDeepStrictEqual(plain(records.flatMap((record) => session.decodeStorageRecord(record))), events);
+      } catch {
+        roundtrip = false;
+      }
+      return { records, roundtrip };
+    },
+  };
+}
