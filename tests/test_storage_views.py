@@ -56,8 +56,7 @@ def test_model_closers_and_rows_of_an_interrupted_turn():
     assert closers[2]["data"] == {"turn": 1, "step": 1}  # the open step is the last step/start
     records = got["rows"]["records"]
     assert got["rows"]["roundtrip"] is True
-    assert [r["type"] for r in records] == ["turn/start", "step/start", "assistant/message", "tool/call",
-                                            "text-chunks", "assistant/chunk"]
+    assert records[:4] == [0, 1, 2, 3] and records[5] == 8  # verbatim events as their seqs
     assert records[4] == {"type": "text-chunks", "seq0": 4, "time0": 20, "data": {
         "turn": 1, "step": 2, "index": 0, "dt": [1, 3, 5], "texts": ["part 0", "part 1", "part 2", "part 3"]}}
 

@@ -3,7 +3,8 @@
 :func:`sample_requests` returns ``(op, args)`` pairs: a dsh-shaped turn with a request header, a
 tool call whose big result the pruner shrinks (spec 6), range selection (spec 7), an automatic
 compaction (spec 8), the pressure listener (spec 9), an overflow recovery (spec 10.2), a manual
-``/compact`` (spec 11) and a crash + reload (spec 1.5), plus a few requests the session refuses
+``/compact`` (spec 11), a crash + reload (spec 1.5) and the persistence views of a turn interrupted mid-step
+(spec 1.6-1.7), plus a few requests the session refuses
 (spec 1.3 legacy header; 1.4 replace of a missing seq). Used by the protocol tests and by the
 ``protocol`` stage of ``surfacecheck check``.
 """
@@ -103,4 +104,15 @@ def _after_turn() -> list[tuple[str, dict]]:
                       "claimed": [{"id": "u-2", "role": "user", "source": {"kind": "user"},
                                    "content": [{"type": "text", "text": "and now?"}]}]}),
         ("surface", {}), ("measure", {}), ("projection", {}),
+        # the process dies mid-step: a streamed block of three deltas (one packed row, spec 1.7), then an answer
+        # asking for two tools, one recorded as started; crash repair closes both calls, the step and the turn (1.6)
+        *[("append", {"event": {"type": "assistant/chunk", "data": {"turn": 2, "step": 1, "chunk": {
+            "type": "text-delta", "index": 0, "text": text}}}}) for text in ("Checking ", "the ", "tree.")],
+        ("append", {"event": {"type": "assistant/message", "surfaceOp": "append", "data": {"turn": 2, "step": 1, "message": {
+            "id": "a-interrupted", "role": "assistant", "source": {"kind": "model", "provider": PROVIDER, "model": MODEL},
+            "content": [{"type": "text", "text": "Checking the tree."}] + [
+                {"type": "tool-call", "id": call, "name": "read", "arguments": "{}"} for call in ("c-7", "c-8")]}}}}),
+        ("append", {"event": {"type": "tool/call", "data": {"turn": 2, "step": 1, "callId": "c-7", "name": "read",
+                                                            "arguments": "{}"}}}),
+        ("closers", {}), ("rows", {}),
     ]

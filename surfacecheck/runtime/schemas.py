@@ -144,8 +144,9 @@ RESULTS: dict[str, dict] = {
     "reload": _refusable(_obj(("generation", "appended"), **COMMON)),
     "closers": _refusable(_obj(("closers",), closers={"type": "array", "items": _obj(
         ("type", "seq", "time", "data"), True, type={"enum": ["tool/result", "step/end", "turn/end"]}, seq=NAT)})),
-    "rows": _obj(("records", "roundtrip"), records={"type": "array", "items": _obj(
-        ("type",), True, type={"type": "string"})}, roundtrip={"type": "boolean"}),
+    "rows": _obj(("records", "roundtrip"), records={"type": "array", "items": {"oneOf": [NAT, _obj(
+        ("type", "seq0", "time0", "data"), type={"enum": ["text-chunks", "reasoning-chunks", "tool-call-chunks"]},
+        seq0=NAT, time0=INT, data={"type": "object"})]}}, roundtrip={"type": "boolean"}),
 }
 
 REQUEST = _obj(("id", "op"), id={"type": ["integer", "string"]}, op={"enum": list(ALL_OPS)}, args={"type": "object"})

@@ -3,7 +3,8 @@
 // * `closers` — `interruptedTurnClosers(events)`, the crash repair dsh-session-persistence's
 //   `PersistenceCoordinator.prepareCore` appends on every load (`const closers = interruptedTurnClosers(storedEvents)
 //   .map(adoptSessionEvent)`) before it seeds the session (the closers as the scan returns them);
-// * `rows` — `packChunkRuns(events)`, the storage records the JSONL writer writes, and whether
+// * `rows` — `packChunkRuns(events)`, the storage records the JSONL writer writes (rows, and verbatim events as
+//   their seqs), and whether
 //   `decodeStorageRecord` reads every record (as parsed JSON) back as the log's events.
 import { isDeepStrictEqual } from 'node:util';
 import { refusal } from './refusal.mjs';
@@ -33,7 +34,8 @@ export function storageOps(world) {
       } catch {
         roundtrip = false;
       }
-      return { records, roundtrip };
+      // a packed row as written, a verbatim event as its seq (its content is `events`' business; minted ids differ)
+      return { records: records.map((record) => ('seq0' in record ? record : record.seq)), roundtrip };
     },
   };
 }
