@@ -44,7 +44,7 @@ def answers(runtime, log: list[dict]) -> dict:
     runtime.call("reset", {})
     for event in log:
         assert "error" not in runtime.call("append", {"event": event})
-    return {op: runtime.call(op, {}) for op in OPTIONAL_OPS}
+    return {op: runtime.call(op, {}) for op in ("closers", "rows")}
 
 
 def test_model_closers_and_rows_of_an_interrupted_turn():
@@ -96,3 +96,24 @@ def test_dsh_repairs_and_packs_as_the_model(log):
         assert observed["rows"] == expected["rows"]
     else:
         assert observed == expected
+
+
+@needs_dsh
+def test_dsh_decodes_and_refuses_storage_records_as_the_model():
+    """Every record of the protocol sample's decoder check: expanded, passed through or refused with dsh's message;
+    the row whose member seq guard rounds (seq0 = 2**53 - 2, DIVERGENCES D6) is expanded by both."""
+    from surfacecheck.runtime.sample import _storage_records
+    from surfacecheck.runtime.select import open_runtime
+
+    records = _storage_records() + [{"type": "text-chunks", "seq0": 2**53 - 2, "time0": 0, "data": {
+        "turn": 1, "step": 1, "index": 0, "dt": [0, 0], "texts": ["a", "b", "c"]}}]
+    model = ModelRuntime()
+    runtime = open_runtime("dsh")
+    try:
+        observed = [runtime.call("decode", {"record": record}) for record in records]
+    finally:
+        runtime.close()
+    expected = [model.call("decode", {"record": record}) for record in records]
+    assert observed == expected
+    assert sum("error" in answer for answer in expected) == 17  # one per check of validateRow
+    assert expected[-1]["events"][-1]["seq"] == 2**53

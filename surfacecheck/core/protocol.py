@@ -42,10 +42,10 @@ OPS: dict[str, tuple[str, ...]] = {
     "policy": ("configure", "pre_step", "request_error", "manual_compact", "reload"),
     "conversation": ("open", "turn", "compact"),
 }
-OPTIONAL_OPS: tuple[str, ...] = ("closers", "rows")
+OPTIONAL_OPS: tuple[str, ...] = ("closers", "rows", "decode")
 """Read-only persistence views a runtime may serve at any level and announces in ``hello``'s ``ops`` (spec 1.6-1.7):
-``closers`` (the crash-repair closers a reopen would append) and ``rows`` (the log as the JSONL writer packs it).
-Compared only where the runtime under test announces them."""
+``closers`` (the crash-repair closers a reopen would append), ``rows`` (the log as the JSONL writer packs it) and
+``decode`` (one storage record as the reader expands it). Compared only where the runtime under test announces them."""
 CONVERSATION = "conversation"
 """The level of a runtime-neutral conversation; it stands apart from the log levels (it includes none of them)."""
 ANNOUNCEABLE = LEVELS + (CONVERSATION,)

@@ -94,7 +94,7 @@ ARGS: dict[str, dict] = {
     "manual_compact": _obj(args={"type": "string"}, command_id={"type": "string"}, aborted={"type": "boolean"},
                            agent_idle={"type": "boolean"}, **RUN_ARGS),
     "reload": _obj(),
-    "closers": _obj(), "rows": _obj(),
+    "closers": _obj(), "rows": _obj(), "decode": _obj(("record",), record={}),
 }
 
 RESULTS: dict[str, dict] = {
@@ -147,6 +147,7 @@ RESULTS: dict[str, dict] = {
     "rows": _obj(("records", "roundtrip"), records={"type": "array", "items": {"oneOf": [NAT, _obj(
         ("type", "seq0", "time0", "data"), type={"enum": ["text-chunks", "reasoning-chunks", "tool-call-chunks"]},
         seq0=NAT, time0=INT, data={"type": "object"})]}}, roundtrip={"type": "boolean"}),
+    "decode": _refusable(_obj(("events",), events={"type": "array"})),
 }
 
 REQUEST = _obj(("id", "op"), id={"type": ["integer", "string"]}, op={"enum": list(ALL_OPS)}, args={"type": "object"})

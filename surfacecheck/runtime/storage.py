@@ -3,8 +3,8 @@
 ``closers``: what crash repair appends when the log is reopened now — dsh-session's `interruptedTurnClosers`, the
 call `PersistenceCoordinator.prepareCore` makes on every load (model: ``model/repair.py``). ``rows``: the storage
 records the JSONL writer turns the log into — `packChunkRuns` — and whether `decodeStorageRecord` reads them back
-as the same events (model: ``model/jsonl.py``). Both are pure functions of the log, so the model and the embedded
-runtime share them; the dsh adapter calls dsh's own functions (``runtimes/dsh/adapter/storage.mjs``).
+as the same events (model: ``model/jsonl.py``); ``decode``: one parsed storage record as `decodeStorageRecord` reads
+it. All are pure functions of their input, so the model and the embedded runtime share them; the dsh adapter calls dsh's own functions (``runtimes/dsh/adapter/storage.mjs``).
 """
 from __future__ import annotations
 
@@ -13,10 +13,17 @@ from typing import Any, Iterable
 
 from surfacecheck.model.errors import ModelError
 from surfacecheck.model.event import Event
-from surfacecheck.model.jsonl import decode_record, pack_records
+from surfacecheck.model.jsonl import ROW_TAGS, _expand_row, decode_record, pack_records
 from surfacecheck.model.repair import interrupted_turn_closers
 
+from ..core.protocol import ProtocolError
 from .codec import refusal
+
+
+class StorageRowError(ModelError):
+    """`decodeStorageRecord` refused a row-tagged record (`malformed <tag> storage row: …`, spec 1.7)."""
+
+    rule = "storage-row"
 
 
 def _events(log: Iterable[Any]) -> list[Event]:
@@ -46,6 +53,22 @@ def rows(log: Iterable[Any]) -> dict:
     return {"records": [record if "seq0" in record else record["seq"] for record in records], "roundtrip": roundtrip}
 
 
+def decode(args: dict) -> dict:
+    """``{"events": [...]}`` for one parsed storage record (spec 1.7, `decodeStorageRecord`): a row-tagged object
+    validated and expanded, anything else passed through as one event, unvalidated; a malformed row is the refusal
+    ``storage-row`` (dsh's message)."""
+    if "record" not in args:
+        raise ProtocolError("bad-args", "missing argument 'record'")
+    record = args["record"]
+    tag = record.get("type") if isinstance(record, dict) else None
+    if not (isinstance(tag, str) and tag in ROW_TAGS):
+        return {"events": [record]}
+    try:
+        return {"events": [event.to_json() for event in _expand_row(tag, record)]}
+    except ValueError as exc:
+        return refusal(StorageRowError(str(exc)))
+
+
 def storage_ops(log_of) -> dict:
-    """The two handlers over ``log_of()`` (the runtime's current log), for a runtime's op table."""
-    return {"closers": lambda args: closers(log_of()), "rows": lambda args: rows(log_of())}
+    """The handlers over ``log_of()`` (the runtime's current log), for a runtime's op table."""
+    return {"closers": lambda args: closers(log_of()), "rows": lambda args: rows(log_of()), "decode": decode}

@@ -17,7 +17,7 @@ const OPS_BY_LEVEL = {
   compaction: ['select_range', 'prune', 'compact'],
   policy: ['configure', 'pre_step', 'request_error', 'manual_compact', 'reload'],
 };
-const OPTIONAL_OPS = ['closers', 'rows']; // read-only persistence views, any level (storage.mjs)
+const OPTIONAL_OPS = ['closers', 'rows', 'decode']; // read-only persistence views, any level (storage.mjs)
 
 async function optional(path, world) {
   try {

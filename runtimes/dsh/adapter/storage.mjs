@@ -5,9 +5,10 @@
 //   .map(adoptSessionEvent)`) before it seeds the session (the closers as the scan returns them);
 // * `rows` — `packChunkRuns(events)`, the storage records the JSONL writer writes (rows, and verbatim events as
 //   their seqs), and whether
-//   `decodeStorageRecord` reads every record (as parsed JSON) back as the log's events.
+//   `decodeStorageRecord` reads every record (as parsed JSON) back as the log's events;
+// * `decode` — `decodeStorageRecord(record)` for one parsed record (a malformed row: the refusal `storage-row`).
 import { isDeepStrictEqual } from 'node:util';
-import { refusal } from './refusal.mjs';
+import { ProtocolError, refusal } from './refusal.mjs';
 
 const plain = (value) => JSON.parse(JSON.stringify(value));
 
@@ -36,6 +37,16 @@ export function storageOps(world) {
       }
       // a packed row as written, a verbatim event as its seq (its content is `events`' business; minted ids differ)
       return { records: records.map((record) => ('seq0' in record ? record : record.seq)), roundtrip };
+    },
+    decode(args) {
+      if (!('record' in args)) throw new ProtocolError('bad-args', "missing argument 'record'");
+      try {
+        return { events: plain(session.decodeStorageRecord(args.record)) };
+      } catch (err) {
+        // validateRow's `malformed <tag> storage row: <why>` (model: StorageRowError)
+        if (err instanceof Error && err.message.startsWith('malformed ')) return refusal('StorageRowError', 'storage-row', null, err.message);
+        throw err;
+      }
     },
   };
 }
