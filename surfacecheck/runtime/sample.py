@@ -118,7 +118,7 @@ def _interrupted() -> list[tuple[str, dict]]:
     persistence views (spec 1.6-1.7) and the storage decoder on rows it must refuse. The deltas are runs the JSONL
     writer packs (text, reasoning, tool calls with and without a name; times apart) and near misses it must write
     verbatim: a run broken by its index, call id, name (presence or value), step or turn, or an event whose shape is
-    not exactly a delta's."""
+    not exactly a delta's (a key more, a step, index, id, name or arguments of the wrong type, no chunk)."""
     text = lambda t: {"type": "text-delta", "text": t}  # noqa: E731 - three lines of data, not logic
     call = lambda i, a, **n: {"type": "tool-call-delta", "id": i, **n, "argumentsDelta": a}  # noqa: E731
     deltas = [
@@ -138,6 +138,14 @@ def _interrupted() -> list[tuple[str, dict]]:
         *[_chunk(14, {"type": "block-start", "blockType": "text"}, 11) for _ in range(3)],
         *[("append", {"event": {"type": "assistant/chunk", "time": 1_800_000_000_112, "data": {
             "turn": "2", "step": 1, "chunk": {"type": "text-delta", "index": 15, "text": "q"}}}}) for _ in range(3)],
+        *[_chunk(16, text("p"), 12, step="1") for _ in range(3)],
+        *[_chunk("0", text("i"), 12) for _ in range(3)],
+        *[("append", {"event": {"type": "assistant/chunk", "data": {"turn": 2, "step": 1, "chunk": None}}})
+          for _ in range(3)],
+        *[_chunk(17, {"type": "tool-call-delta", "id": 5, "argumentsDelta": "a"}, 13) for _ in range(3)],
+        *[_chunk(18, call("v", 1), 13) for _ in range(3)],
+        *[_chunk(19, call("u", "a", name=1), 13) for _ in range(3)],
+        *[_chunk(20, {**call("t", "a"), "extra": 1}, 13) for _ in range(3)],
     ]
     calls = ("c-7", "c-8", "c-9")
     answer = ("append", {"event": {"type": "assistant/message", "surfaceOp": "append", "data": {
@@ -175,5 +183,6 @@ def _storage_records() -> list:
         with_data(text, turn="1"), with_data(text, index=None), with_data(text, texts=[]),
         with_data(text, texts=["a", 2, "c"]), with_data(text, dt=[1]), with_data(text, dt=[1, 0.5]),
         with_data(text, dt="1"), {**text, "seq0": big - 1}, {**with_data(text, dt=[2, 0]), "time0": big - 1},
-        with_data(nameless, args="x"),
+        with_data(nameless, args="x"), {**text, "seq0": 0}, {**text, "data": "x"}, with_data(call, extra=1),
+        with_data(nameless, extra=1), {**text, "seq0": big},
     ]
