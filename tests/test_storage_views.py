@@ -115,5 +115,5 @@ def test_dsh_decodes_and_refuses_storage_records_as_the_model():
         runtime.close()
     expected = [model.call("decode", {"record": record}) for record in records]
     assert observed == expected
-    assert sum("error" in answer for answer in expected) == 21  # every check of validateRow, some twice
+    assert sum("error" in answer for answer in expected) == 22  # every check of validateRow, some twice
     assert expected[-1]["events"][-1]["seq"] == 2**53

@@ -180,7 +180,7 @@ def _storage_records() -> list:
         7, None, ["x"],
         {**text, "extra": 1}, {**text, "seq0": -1}, {**text, "seq0": 1.5}, {**text, "time0": "0"},
         {**text, "data": []}, with_data(text, id="c"), with_data(call, name=3), with_data(call, id=None),
-        with_data(text, turn="1"), with_data(text, index=None), with_data(text, texts=[]),
+        with_data(text, turn="1"), with_data(text, step="2"), with_data(text, index=None), with_data(text, texts=[]),
         with_data(text, texts=["a", 2, "c"]), with_data(text, dt=[1]), with_data(text, dt=[1, 0.5]),
         with_data(text, dt="1"), {**text, "seq0": big - 1}, {**with_data(text, dt=[2, 0]), "time0": big - 1},
         with_data(nameless, args="x"), {**text, "seq0": 0}, {**text, "data": "x"}, with_data(call, extra=1),
