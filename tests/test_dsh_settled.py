@@ -4,6 +4,10 @@ both reference runtimes, so the settled behaviour is pinned where it was found.
 D5: a `/compact` whose caller cancels the summary. dsh-commands' executor stops awaiting the handler the moment the
 caller's signal aborts (`withAbort`) and writes `command/done`; compactNow's task goes on and writes its error
 `compaction/end` after it. The adapter waits for the handler to settle; the model writes the same order.
+
+D7: a `/compact` on a log whose token meter is stuck (spec 4.2). The handler throws inside compactNow's task;
+command-compact rethrows it, the executor writes `command/done {kind: 'error', text: <message>}` and rejects. The
+model used to refuse the whole op (nothing written); it now writes what dsh writes.
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from surfacecheck.runtime import dsh
 
 TRACES = Path(__file__).resolve().parents[1] / "runtimes" / "dsh" / "traces"
 D5 = TRACES / "d5-manual-compact-cancel-no-close.jsonl"
+D7 = TRACES / "d7-manual-compact-stuck-meter.jsonl"
 needs_dsh = pytest.mark.skipif(dsh.spec_problem("dsh") is not None, reason=str(dsh.spec_problem("dsh")))
 
 
@@ -83,3 +88,23 @@ def test_d5_dsh_closes_after_command_done(tmp_path):
 def test_d5_late_cancel_variant_replays_clean(runtime, tmp_path):
     code, report = replay(variant(tmp_path, "late-cancel"), runtime)
     assert code == 0, report
+
+
+@pytest.mark.parametrize("runtime", ["model", "embedded", pytest.param("dsh", marks=needs_dsh)])
+def test_d7_compact_over_a_stuck_meter_replays_clean(runtime):
+    code, report = replay(D7, runtime)
+    assert code == 0, report
+
+
+def test_d7_the_model_writes_the_executors_error_settlement():
+    from surfacecheck.runtime.model_runtime import ModelRuntime
+
+    runtime = ModelRuntime()
+    steps = [json.loads(line) for line in D7.read_text().splitlines() if line.strip() and '"op"' in line]
+    for step in steps[:-1]:
+        runtime.call(step["op"], step["args"])
+    result = runtime.call(steps[-1]["op"], steps[-1]["args"])
+    assert result["appended"] == ["command/run", "command/done"]
+    assert (result["kind"], result["code"]) == ("error", "aborted")  # the executor rejected: the protocol's `aborted`
+    done = runtime.call("events", {"from": 1})["events"][-1]
+    assert done["data"]["text"] == result["text"] == "token meter: step/end at seq 0 has no matching step/start event"

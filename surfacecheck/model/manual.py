@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import AbortError, ManualCompactionError
+from .errors import AbortError, ManualCompactionError, ModelError
 from .seams import active
 from .session import Session, append
 from .summarizer import ScriptedSummarizer
@@ -86,7 +86,16 @@ def compact_command(session: Session, command_id: str, args: str = "", **kw) -> 
     if args.strip():
         result = CommandResult("error", "Usage: /compact (no arguments)")
     else:
-        outcome = compact_now(session, source_command_id=command_id, on_caller_abort=settle_on_abort, **kw)
+        try:
+            outcome = compact_now(session, source_command_id=command_id, on_caller_abort=settle_on_abort, **kw)
+        except ModelError as exc:
+            # a throw inside the handler (the token meter stuck on this log, spec 4.2): command-compact rethrows what
+            # is no ManualCompactionError, the executor settles `command/done {kind: 'error', text: <message>}` and
+            # rejects (spec 11.1; DIVERGENCES D7)
+            session, _ = append(session, "command/done", {"commandId": command_id, "kind": "error",
+                                                          "text": exc.message})
+            return session, CommandResult("error", exc.message), labels + (
+                f"/compact handler threw: {exc.message}; command/done error, the executor rejects",)
         session, labels = outcome.session, labels + outcome.labels
         result = active().command_result(outcome)
     if settled_early:

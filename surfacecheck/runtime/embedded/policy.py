@@ -209,11 +209,17 @@ class Engine:
         if caller_aborted:
             return {"kind": "error", "text": AbortError().reason, "sourceEventSeq": None}
         session = self.rt.session
-        span = False
-        if not raw.strip() and agent_idle:  # select before writing: a refusal leaves the log untouched
-            span = self._compactor().select_range(0)
+        span, thrown = False, None
+        if not raw.strip() and agent_idle:  # select before writing: a shape refusal leaves the log untouched
+            try:
+                span = self._compactor().select_range(0)
+            except ModelError as exc:  # thrown inside the handler, after command/run (spec 11.1, D7)
+                thrown = exc
         session.append("command/run", {"commandId": command_id, "name": "compact", "args": command_raw_input(raw),
                                        "source": {"kind": "user"}})
+        if thrown is not None and not raw.strip():  # the executor settles command/done error and rejects
+            session.append("command/done", {"commandId": command_id, "kind": "error", "text": thrown.message})
+            return {"kind": "error", "text": thrown.message, "sourceEventSeq": None}
         settled_early = []
 
         def settle_on_abort() -> None:  # dsh-commands' withAbort: command/done before the error close (D5)
