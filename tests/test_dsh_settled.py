@@ -8,6 +8,9 @@ caller's signal aborts (`withAbort`) and writes `command/done`; compactNow's tas
 D7: a `/compact` on a log whose token meter is stuck (spec 4.2). The handler throws inside compactNow's task;
 command-compact rethrows it, the executor writes `command/done {kind: 'error', text: <message>}` and rejects. The
 model used to refuse the whole op (nothing written); it now writes what dsh writes.
+
+D8: a `/compact` whose summary the user cancels through the agent (`agent-cancel`: ReactLoopAgent.cancel aborts the
+maintenance signal): `cancelled`, the close before `command/done`. The adapter used to abort the caller's signal.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from surfacecheck.runtime import dsh
 TRACES = Path(__file__).resolve().parents[1] / "runtimes" / "dsh" / "traces"
 D5 = TRACES / "d5-manual-compact-cancel-no-close.jsonl"
 D7 = TRACES / "d7-manual-compact-stuck-meter.jsonl"
+D8 = TRACES / "d8-manual-compact-agent-cancel.jsonl"
 needs_dsh = pytest.mark.skipif(dsh.spec_problem("dsh") is not None, reason=str(dsh.spec_problem("dsh")))
 
 
@@ -53,9 +57,10 @@ def test_d5_trace_records_what_the_adapter_used_to_report():
     assert recorded_expectation() == ["command/run", "compaction/start", "command/done"]
 
 
+@pytest.mark.parametrize("trace", [D5, D7, D8], ids=["D5", "D7", "D8"])
 @pytest.mark.parametrize("runtime", ["model", "embedded", pytest.param("dsh", marks=needs_dsh)])
-def test_d5_cancelled_compact_replays_clean(runtime):
-    code, report = replay(D5, runtime)
+def test_settled_traces_replay_clean(trace, runtime):
+    code, report = replay(trace, runtime)
     assert code == 0, report
 
 
@@ -87,12 +92,6 @@ def test_d5_dsh_closes_after_command_done(tmp_path):
 @pytest.mark.parametrize("runtime", ["model", pytest.param("dsh", marks=needs_dsh)])
 def test_d5_late_cancel_variant_replays_clean(runtime, tmp_path):
     code, report = replay(variant(tmp_path, "late-cancel"), runtime)
-    assert code == 0, report
-
-
-@pytest.mark.parametrize("runtime", ["model", "embedded", pytest.param("dsh", marks=needs_dsh)])
-def test_d7_compact_over_a_stuck_meter_replays_clean(runtime):
-    code, report = replay(D7, runtime)
     assert code == 0, report
 
 

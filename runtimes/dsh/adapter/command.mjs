@@ -31,6 +31,9 @@ export function commandOps(world, comp) {
       let record = [];
       const [, common] = await comp.run(args, scripts, faults, async (op) => {
         record = op.maintenance;
+        // the summary script `agent-cancel`: the user cancels the agent (ReactLoopAgent.cancel), which aborts the
+        // maintenance signal runMaintenance hands compactNow's task (DIVERGENCES D8); the inbox is the world's
+        op.agent = { abort: () => agent.cancel(undefined, { keepInbox: true }) };
         if (aborted) op.caller.abort();
         const idlePhase = agent.phase;
         // the world: a busy agent (a running turn). Set directly, not through setPhase: nothing is published.
