@@ -149,6 +149,11 @@ def _expand_row(tag: str, row: dict) -> list[Event]:
     return events
 
 
+def decode_row(tag: str, row: dict) -> list[Event]:
+    """A row-tagged record validated and expanded (`validateRow` + `expandRow`); ValueError with dsh's message."""
+    return _expand_row(tag, row)
+
+
 def _as_int(value: int | float) -> int:
     """A safe-integer number as a Python int (`1.0` and `1` are the same JS number)."""
     return int(value)

@@ -9,11 +9,12 @@ it. All are pure functions of their input, so the model and the embedded runtime
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from surfacecheck.model.errors import ModelError
 from surfacecheck.model.event import Event
-from surfacecheck.model.jsonl import ROW_TAGS, _expand_row, decode_record, pack_records
+from surfacecheck.model.jsonl import ROW_TAGS, decode_record, decode_row, pack_records
 from surfacecheck.model.repair import interrupted_turn_closers
 
 from ..core.protocol import ProtocolError
@@ -64,7 +65,7 @@ def decode(args: dict) -> dict:
     if not (isinstance(tag, str) and tag in ROW_TAGS):
         return {"events": [record]}
     try:
-        return {"events": [event.to_json() for event in _expand_row(tag, record)]}
+        return {"events": [event.to_json() for event in decode_row(tag, record)]}
     except ValueError as exc:
         return refusal(StorageRowError(str(exc)))
 
