@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from surfacecheck.model.errors import LogFormatError
 from surfacecheck.model.event import Event
-from surfacecheck.model.jsonl import LogFile, dumps_log, iter_log, read_log, write_log
+from surfacecheck.model.jsonl import LogFile, decode_record, dumps_log, iter_log, read_log, write_log
 
 
 def corpus_root() -> Path | None:
@@ -235,13 +235,14 @@ def _mutate(row: dict, **changes) -> dict:
     (_mutate(ROW, seq0=...), "envelope must be exactly {type, seq0, time0, data}"),
     (_mutate(ROW, seq0=-1), "seq0 must be a non-negative safe integer"),
     (_mutate(ROW, time0=1.5), "time0 must be a safe integer"),
-    (_mutate(ROW, data=[]), "data must be an object"),
+    (_mutate(ROW, data=[]), "data must be exactly {turn, step, index, dt, texts}"),  # an array is a record in JS
+    (_mutate(ROW, data=None), "data must be an object"),
     (_mutate(ROW, bogus=1), "data must be exactly {turn, step, index, dt, texts}"),
     (_mutate(ROW, index="0"), "turn/step/index must be numbers"),
     (_mutate(ROW, texts=[]), "texts must be a non-empty string array"),
     (_mutate(ROW, dt=[1, 0.5]), "dt must be an array of safe integers"),
     (_mutate(ROW, dt=[1]), "dt length 1 does not match 3 members"),
-    (_mutate(ROW, seq0=2**53 - 2), "member seqs must stay safe integers"),
+    (_mutate(ROW, seq0=2**53 - 1), "member seqs must stay safe integers"),
     (_mutate(ROW, time0=2**53 - 2), "member times must stay safe integers"),
     (_mutate(TOOL_ROW, name=5), "id (and name when present) must be strings"),
     (_mutate(TOOL_ROW, args=...), "data must be exactly {turn, step, index, id, name?, dt, args}"),
@@ -331,3 +332,10 @@ def test_streaming_memory_is_bounded(tmp_path: Path):
     tracemalloc.stop()
     assert count == n
     assert peak < path.stat().st_size / 4, (peak, path.stat().st_size)
+
+
+def test_member_seq_guard_rounds_as_dsh_does():
+    """`Number.isSafeInteger(seq0 + length - 1)` in doubles: seq0 = 2**53 - 2 with three members sums to 2**53 + 1,
+    which rounds to 2**53, and minus one passes; dsh expands the row with a last seq of 2**53 (DIVERGENCES D6)."""
+    events = decode_record(_mutate(ROW, seq0=2**53 - 2))
+    assert [event.seq for event in events] == [2**53 - 2, 2**53 - 1, 2**53]

@@ -281,11 +281,23 @@ def test_command_with_a_pre_aborted_signal_logs_nothing():
     assert after.log == session.log
 
 
-@pytest.mark.parametrize("script, faults", [
-    (SummaryScript(outcome="cancel"), Faults()),
-    (SummaryScript(text=SUMMARY), Faults(cancel_during_flush=True)),
-], ids=["during-summary", "during-flush"])
-def test_command_caller_abort_records_the_abort_message(script, faults):
+@pytest.mark.parametrize("script, faults, order", [
+    (SummaryScript(outcome="cancel"), Faults(),
+     ["command/run", "compaction/start", "command/done", "compaction/end"]),
+    (SummaryScript(outcome="late-cancel", text=SUMMARY), Faults(),
+     ["command/run", "compaction/start", "command/done", "compaction/end"]),
+    (SummaryScript(text=SUMMARY), Faults(cancel_during_flush=True),
+     ["command/run", "compaction/start", "compaction/summary", "user/message", "compaction/end", "command/done"]),
+], ids=["during-summary", "late-cancel", "during-flush"])
+def test_command_caller_abort_records_the_abort_message(script, faults, order):
+    """dsh-commands' executor settles `command/done` the moment the caller's signal aborts (withAbort), so a
+    cancel during the summary writes it before compactNow's error close (DIVERGENCES D5)."""
     session = closed_conversation(2)
-    after, _, _ = compact_command(session, "cmd-1", summarizer=ScriptedSummarizer(default=script), faults=faults)
-    assert done_of(after) == {"commandId": "cmd-1", "kind": "error", "text": "This operation was aborted"}
+    after, result, _ = compact_command(session, "cmd-1", summarizer=ScriptedSummarizer(default=script),
+                                       faults=faults)
+    new = added(session, after)
+    assert [event.type for event in new] == order
+    done = next(event for event in new if event.type == "command/done")
+    assert done.data == {"commandId": "cmd-1", "kind": "error", "text": "This operation was aborted"}
+    assert (result.kind, result.text) == ("error", "This operation was aborted")
+    assert "error" in new[-1].data or order[-1] == "command/done"  # the close after done is the error close

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from surfacecheck.runtime import dsh
-from surfacecheck.core.protocol import LEVELS, ops_at
+from surfacecheck.core.protocol import LEVELS, OPTIONAL_OPS, ops_at
 from surfacecheck.runtime.schemas import documents
 from surfacecheck.runtime.select import open_runtime
 
@@ -30,6 +30,7 @@ def test_hello_lists_exactly_the_protocol_ops_of_its_levels(spec):
         runtime.close()
     jsonschema.validate(hello, documents()["hello.result.json"])
     assert tuple(hello["levels"]) == LEVELS, f"{spec} announces {hello['levels']}"
-    assert hello["ops"] == list(ops_at(LEVELS[-1])), (
-        f"{spec}'s op table drifted from runtime/api.py: missing {sorted(set(ops_at(LEVELS[-1])) - set(hello['ops']))}, "
-        f"extra {sorted(set(hello['ops']) - set(ops_at(LEVELS[-1])))}")
+    expected = list(ops_at(LEVELS[-1])) + list(OPTIONAL_OPS)  # every bundled runtime serves the persistence views
+    assert hello["ops"] == expected, (
+        f"{spec}'s op table drifted from runtime/api.py: missing {sorted(set(expected) - set(hello['ops']))}, "
+        f"extra {sorted(set(hello['ops']) - set(expected))}")

@@ -42,6 +42,10 @@ OPS: dict[str, tuple[str, ...]] = {
     "policy": ("configure", "pre_step", "request_error", "manual_compact", "reload"),
     "conversation": ("open", "turn", "compact"),
 }
+OPTIONAL_OPS: tuple[str, ...] = ("closers", "rows", "decode")
+"""Read-only persistence views a runtime may serve at any level and announces in ``hello``'s ``ops`` (spec 1.6-1.7):
+``closers`` (the crash-repair closers a reopen would append), ``rows`` (the log as the JSONL writer packs it) and
+``decode`` (one storage record as the reader expands it). Compared only where the runtime under test announces them."""
 CONVERSATION = "conversation"
 """The level of a runtime-neutral conversation; it stands apart from the log levels (it includes none of them)."""
 ANNOUNCEABLE = LEVELS + (CONVERSATION,)
@@ -111,7 +115,7 @@ def dispatch(handlers: dict[str, Any], op: str, args: Any) -> dict[str, Any]:
 
 def announced_ops(handlers: dict[str, Any], levels: tuple[str, ...] | list[str]) -> list[str]:
     """The protocol ops a runtime serves at ``levels``, in :data:`OPS` order (``hello``'s ``ops``)."""
-    return [op for level in levels for op in OPS[level] if op in handlers]
+    return [op for level in levels for op in OPS[level] if op in handlers] + [op for op in OPTIONAL_OPS if op in handlers]
 
 
 def bind_level_ops(handlers: dict[str, Any], ops: Any, levels: tuple[str, ...] = ("compaction", "policy")) -> tuple[str, ...]:

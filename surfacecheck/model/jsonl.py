@@ -70,8 +70,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _has_exact_keys(obj: dict, keys: Iterable[str]) -> bool:
-    return set(obj) == set(keys)
+def _is_record(value: Any) -> bool:
+    """`isRecord`: `typeof value === 'object' && value !== null` — a JSON array is one too."""
+    return isinstance(value, (dict, list))
+
+
+def _has_exact_keys(obj: dict | list, keys: Iterable[str]) -> bool:
+    """`hasExactKeys` over `Object.keys` (an array's keys are its indices)."""
+    own = obj.keys() if isinstance(obj, dict) else (str(i) for i in range(len(obj)))
+    return set(own) == set(keys)
 
 
 # -- decoding (chunk-rows.ts decodeStorageRecord; spec 1.1, 1.5 step 2, 1.7) ---------------------
@@ -88,7 +95,7 @@ def _row_members(tag: str, row: dict) -> list[str]:
     if not is_safe_integer(row["time0"]):
         raise bad("time0 must be a safe integer")
     data = row["data"]
-    if not isinstance(data, dict):
+    if not _is_record(data):
         raise bad("data must be an object")
     if tag == "tool-call-chunks":
         with_name = _has_exact_keys(data, _TOOL_DATA_KEYS + ("name",))
@@ -110,7 +117,9 @@ def _row_members(tag: str, row: dict) -> list[str]:
         raise bad("dt must be an array of safe integers")
     if len(dt) != len(members) - 1:
         raise bad(f"dt length {len(dt)} does not match {len(members)} members")
-    if not is_safe_integer(row["seq0"] + len(members) - 1):
+    # `value.seq0 + payload.length - 1` in doubles, left to right: near 2**53 the sum rounds, and the guard passes
+    # a row whose last member seq is 2**53 (DIVERGENCES D6: dsh's arithmetic, mirrored)
+    if not is_safe_integer(float(row["seq0"]) + len(members) - 1):
         raise bad("member seqs must stay safe integers")
     time = row["time0"]
     for gap in dt:
@@ -138,6 +147,11 @@ def _expand_row(tag: str, row: dict) -> list[Event]:
         payload = {"turn": data["turn"], "step": data["step"], "chunk": chunk}
         events.append(Event("assistant/chunk", _as_int(row["seq0"]) + k, time, payload))
     return events
+
+
+def decode_row(tag: str, row: dict) -> list[Event]:
+    """A row-tagged record validated and expanded (`validateRow` + `expandRow`); ValueError with dsh's message."""
+    return _expand_row(tag, row)
 
 
 def _as_int(value: int | float) -> int:

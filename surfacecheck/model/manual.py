@@ -6,9 +6,10 @@ changed, summary, commit, persistence — besides success.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import AbortError, ManualCompactionError
+from .errors import AbortError, ManualCompactionError, ModelError
 from .seams import active
 from .session import Session, append
 from .summarizer import ScriptedSummarizer
@@ -29,8 +30,11 @@ MESSAGES = {
 
 def compact_now(session: Session, *, agent_idle: bool = True, source_command_id: str | None = None,
                 summarizer: ScriptedSummarizer = ScriptedSummarizer(), faults: Faults = NO_FAULTS,
-                caller_aborted: bool = False, max_tokens: int = 8192) -> Outcome:
-    """`BasicCompactionEngine.compactNow` (spec 11.2). value: CompactionResult or None (nothing to compact)."""
+                caller_aborted: bool = False, max_tokens: int = 8192,
+                on_caller_abort: Callable[[Session], Session] | None = None) -> Outcome:
+    """`BasicCompactionEngine.compactNow` (spec 11.2). value: CompactionResult or None (nothing to compact).
+    ``on_caller_abort``: what the caller writes the moment its signal aborts mid-transaction (the `/compact`
+    executor's `command/done`, see :func:`compact_command`)."""
     if caller_aborted:
         return Outcome(session, error=AbortError(), aborted=True, labels=("compactNow: caller signal already aborted",))
     if not agent_idle:
@@ -42,7 +46,8 @@ def compact_now(session: Session, *, agent_idle: bool = True, source_command_id:
     if span is None:
         return Outcome(session, labels=("compactNow: no compactable range",))
     tx = seams.compact_surface_region(session, span.start, span.end,
-                                      TransactionOptions.manual(source_command_id, max_tokens=max_tokens),
+                                      TransactionOptions.manual(source_command_id, max_tokens=max_tokens,
+                                                                on_caller_abort=on_caller_abort),
                                       summarizer, faults, False)
     if tx.error is not None and tx.agent_aborted:
         return Outcome(tx.session, error=ManualCompactionError("cancelled", "manual compaction was cancelled",
@@ -67,12 +72,34 @@ def compact_command(session: Session, command_id: str, args: str = "", **kw) -> 
     session, _ = append(session, "command/run", {"commandId": command_id, "name": "compact", "args": args,
                                                  "source": {"kind": "user"}})
     labels: tuple = (f"command/run {command_id}: /compact",)
+    settled_early: list[bool] = []
+
+    def settle_on_abort(current: Session) -> Session:
+        # dsh-commands' `withAbort`: the caller's abort rejects the executor's await at once and it appends
+        # `command/done {kind: 'error', text: <abort message>}` while compactNow's task is still running; the
+        # task's error close lands after it (DIVERGENCES D5)
+        settled_early.append(True)
+        after, _ = append(current, "command/done", {"commandId": command_id, "kind": "error",
+                                                    "text": AbortError().reason})
+        return after
+
     if args.strip():
         result = CommandResult("error", "Usage: /compact (no arguments)")
     else:
-        outcome = compact_now(session, source_command_id=command_id, **kw)
+        try:
+            outcome = compact_now(session, source_command_id=command_id, on_caller_abort=settle_on_abort, **kw)
+        except ModelError as exc:
+            # a throw inside the handler (the token meter stuck on this log, spec 4.2): command-compact rethrows what
+            # is no ManualCompactionError, the executor settles `command/done {kind: 'error', text: <message>}` and
+            # rejects (spec 11.1; DIVERGENCES D7)
+            session, _ = append(session, "command/done", {"commandId": command_id, "kind": "error",
+                                                          "text": exc.message})
+            return session, CommandResult("error", exc.message), labels + (
+                f"/compact handler threw: {exc.message}; command/done error, the executor rejects",)
         session, labels = outcome.session, labels + outcome.labels
         result = active().command_result(outcome)
+    if settled_early:
+        return session, result, labels + (f"command/done {result.kind}: {result.text} (at the caller's abort)",)
     done = {"commandId": command_id, "kind": result.kind, "text": result.text}
     if result.source_event_seq is not None:
         done["sourceEventSeq"] = result.source_event_seq

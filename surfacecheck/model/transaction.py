@@ -14,7 +14,8 @@ failing append or flush, a cancelled signal — come from a :class:`SummaryScrip
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from .errors import AbortError, CompactionError, ManualCompactionError, ModelError, SurfaceChangedError
 from .event import Event
@@ -50,6 +51,10 @@ class TransactionOptions:
     flush: bool = False
     max_tokens: int = 8192
     session_id: str = "session"
+    # What the caller's side writes the moment its signal aborts while the transaction runs: dsh-commands'
+    # executor stops awaiting the `/compact` handler then and appends `command/done` (spec 11.1 `withAbort`),
+    # so that event lands before the transaction's error close (DIVERGENCES D5). None: nobody listens.
+    on_caller_abort: Callable[[Session], Session] | None = field(default=None, compare=False)
 
     @classmethod
     def manual(cls, source_command_id: str | None = None, **kw) -> "TransactionOptions":
@@ -166,10 +171,13 @@ def compact_surface_region(
             caller_aborted = True  # the transaction's signal (manual: any(agent, caller))
             agent_aborted = script.outcome == "agent-cancel"
             labels.append("summary stage: signal aborted; the summarizer rejected")
+            if not agent_aborted:
+                session = _caller_aborts(session, options, labels)
             raise AbortError()
         if script.outcome == "late-cancel":
             caller_aborted = True
             labels.append("summary stage: signal aborted but the summarizer returned anyway")
+            session = _caller_aborts(session, options, labels)
         summarized = run_script(script, inp, summarizer.provider, summarizer.model, options.max_tokens)
         # -- step 9-10: frame and the shrink rule ----------------------------------------------
         checkpoint = checkpoint_message(list(summarized.summary), compaction_id, options.source_command_id,
@@ -235,6 +243,7 @@ def compact_surface_region(
         if faults.cancel_during_flush:
             caller_aborted = True
             labels.append("caller signal aborted during flush")
+            session = _caller_aborts(session, options, labels)
     if manual and caller_aborted:
         return Outcome(session, error=AbortError(), aborted=True, labels=tuple(labels), agent_aborted=agent_aborted)
     if failure is not None:
@@ -247,6 +256,15 @@ def compact_surface_region(
             "persistence", "manual compaction durability checkpoint failed", cause=flush_failure),
             aborted=caller_aborted, labels=tuple(labels))
     return Outcome(session, value=result, aborted=caller_aborted, labels=tuple(labels))
+
+
+def _caller_aborts(session: Session, options: TransactionOptions, labels: list[str]) -> Session:
+    """The caller's signal aborts here: its listener (if any) writes what it writes at that moment."""
+    if options.on_caller_abort is None:
+        return session
+    after = options.on_caller_abort(session)
+    labels.append(f"the caller's abort listener wrote {len(after.log) - len(session.log)} event(s) here")
+    return after
 
 
 def _assert_stable(session: Session, options: TransactionOptions, selection: Selection, before, selected) -> None:

@@ -16,8 +16,8 @@ REGION = re.compile(r"^//#region lib/types/(\S+)")
 DEFAULT_FILES: dict[tuple[str, str], str] = {
     ("dsh-session", "index.js"): "1.3, 1.5",  # Session.append, seeds, resume, fork
     ("dsh-session", "surface.js"): "1.4, 2",  # surface metadata, the surface fold
-    ("dsh-session", "repair.js"): "1.6",
-    ("dsh-session", "chunk-rows.js"): "1.7",
+    ("dsh-session", "repair.js"): "1.6",  # crash repair: the `closers` view (persistence load's repair)
+    ("dsh-session", "chunk-rows.js"): "1.7",  # JSONL packed rows: the `rows` and `decode` views
     ("dsh-compaction", "tool-pairing.js"): "3",
     ("dsh-compaction", "checkpoint.js"): "8",
     ("dsh-compaction", "index.js"): "3, 8",

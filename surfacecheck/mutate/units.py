@@ -120,7 +120,7 @@ _TRANSCRIPTS: dict[Path, Transcript] = {}
 def transcript(path: Path) -> Transcript:
     from surfacecheck.model.event import ABSENT
     from surfacecheck.model.jsonl import read_log
-    from surfacecheck.runtime.embedded.stage import STATE_CALLS, _answer
+    from surfacecheck.runtime.embedded.stage import END_CALLS, STATE_CALLS, _answer
     from surfacecheck.runtime.model_runtime import ModelRuntime
 
     if path not in _TRANSCRIPTS:
@@ -134,7 +134,7 @@ def transcript(path: Path) -> Transcript:
                 for op, args in STATE_CALLS:
                     calls.append((op, args))
                     expected.append((event.seq, op, _answer(model, op, args)))
-        for op, args in STATE_CALLS:
+        for op, args in END_CALLS + STATE_CALLS:  # compare_log's order
             calls.append((op, args))
             expected.append(("end", op, _answer(model, op, args)))
         _TRANSCRIPTS[path] = Transcript(tuple(calls), tuple(expected))
@@ -153,7 +153,8 @@ def replay_divergence(path: Path, runtime, *, batched: bool = True) -> dict | No
     """``compare_log``'s verdict (its first divergence, or None) against the model's recorded answers: the same
     requests, order and comparisons. ``batched``: every request of the log in one ``replay`` round trip (a dsh
     adapter serving mutation testing); else one request at a time, as ``compare_log`` makes them."""
-    from surfacecheck.runtime.embedded.stage import _answer
+    from surfacecheck.core.protocol import OPTIONAL_OPS
+    from surfacecheck.runtime.embedded.stage import _answer, _optional_answer, not_served
 
     script = transcript(path)
     runtime.call("reset", {})
@@ -162,13 +163,18 @@ def replay_divergence(path: Path, runtime, *, batched: bool = True) -> dict | No
     else:
         answers = []
         for op, args in script.calls:
-            answers.append({"result": _answer(runtime, op, args)})  # a ProtocolError propagates: a crash
+            if op in OPTIONAL_OPS:  # the end-of-log persistence views: compared where the runtime serves them
+                answers.append({"result": _optional_answer(runtime, op, args)})
+            else:
+                answers.append({"result": _answer(runtime, op, args)})  # a ProtocolError propagates: a crash
             if _shown(answers[-1]["result"]) != script.expected[len(answers) - 1][2]:
                 break
     for index, (seq, op, expected) in enumerate(script.expected):
         if index >= len(answers):
             return {"seq": seq, "op": op, "expected": expected, "observed": "(no answer: the replay stopped)"}
         answer = answers[index]
+        if op in OPTIONAL_OPS and (answer.get("error", {}).get("type") == "unknown-op" or not_served(answer.get("result"))):
+            continue  # an optional view the runtime does not serve (a batched replay serves them all)
         if "error" in answer:  # what a per-request client raises as ProtocolError: the runtime stage's crash
             return {"seq": seq, "op": "crash", "error": f"ProtocolError({answer['error']['type']!r}, "
                                                         f"{answer['error']['message']!r})"}

@@ -25,6 +25,7 @@ from surfacecheck.model.seams import active
 from surfacecheck.model.session import Session, append
 
 from ..core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
+from .storage import storage_ops
 from .codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
 
 
@@ -37,6 +38,7 @@ class ModelRuntime:
         self._ops: dict[str, Callable[[dict], dict]] = {
             "reset": self._reset, "append": self._append, "surface": self._surface, "events": self._events, "cuts": self._cuts,
             "measure": self._measure, "projection": self._projection,
+            **storage_ops(lambda: self.session.log),
         }
         self.levels: tuple[str, ...] = ("log",)
         self.level_state = None

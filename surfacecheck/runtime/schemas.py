@@ -14,10 +14,10 @@ from pathlib import Path
 
 import jsonschema
 
-from ..core.protocol import LEVELS, OPS, PROTOCOL, ProtocolError
+from ..core.protocol import LEVELS, OPS, OPTIONAL_OPS, PROTOCOL, ProtocolError
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-ALL_OPS = ("hello", "bench") + tuple(op for level in LEVELS for op in OPS[level])
+ALL_OPS = ("hello", "bench") + tuple(op for level in LEVELS for op in OPS[level]) + OPTIONAL_OPS
 
 INT = {"type": "integer"}
 NAT = {"type": "integer", "minimum": 0}
@@ -94,12 +94,14 @@ ARGS: dict[str, dict] = {
     "manual_compact": _obj(args={"type": "string"}, command_id={"type": "string"}, aborted={"type": "boolean"},
                            agent_idle={"type": "boolean"}, **RUN_ARGS),
     "reload": _obj(),
+    "closers": _obj(), "rows": _obj(), "decode": _obj(("record",), record={}),
 }
 
 RESULTS: dict[str, dict] = {
     "hello": _obj(("protocol", "name", "levels"), True, protocol={"const": PROTOCOL}, name={"type": "string"},
                   levels={"type": "array", "minItems": 1, "items": {"enum": list(LEVELS)}},
-                  ops={"type": "array", "items": {"enum": [op for level in LEVELS for op in OPS[level]]}}),
+                  ops={"type": "array", "items": {"enum": [op for level in LEVELS for op in OPS[level]]
+                                                          + list(OPTIONAL_OPS)}}),
     "bench": _obj(("ns_per_append",), True, ns_per_append={"type": "object"}),
     "reset": _obj(("generation",), True, generation={"const": 0}),
     "append": _refusable(_obj(("seq", "generation"), seq=NAT, generation=NAT)),
@@ -140,6 +142,12 @@ RESULTS: dict[str, dict] = {
                                                      "summary", "commit", "persistence", "aborted"]},
                                       text={"type": "string"}, sourceEventSeq=SEQ_OR_NULL, **COMMON)),
     "reload": _refusable(_obj(("generation", "appended"), **COMMON)),
+    "closers": _refusable(_obj(("closers",), closers={"type": "array", "items": _obj(
+        ("type", "seq", "time", "data"), True, type={"enum": ["tool/result", "step/end", "turn/end"]}, seq=NAT)})),
+    "rows": _obj(("records", "roundtrip"), records={"type": "array", "items": {"oneOf": [NAT, _obj(
+        ("type", "seq0", "time0", "data"), type={"enum": ["text-chunks", "reasoning-chunks", "tool-call-chunks"]},
+        seq0=NAT, time0=INT, data={"type": "object"})]}}, roundtrip={"type": "boolean"}),
+    "decode": _refusable(_obj(("events",), events={"type": "array"})),
 }
 
 REQUEST = _obj(("id", "op"), id={"type": ["integer", "string"]}, op={"enum": list(ALL_OPS)}, args={"type": "object"})

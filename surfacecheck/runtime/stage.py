@@ -18,7 +18,7 @@ import jsonschema
 from surfacecheck.core.cases import Outcome, TestCase
 
 from ..core.stage import INCONCLUSIVE, OK, VIOLATION, CheckContext, StageResult
-from ..core.protocol import ProtocolError, RuntimeUnavailable, ops_at
+from ..core.protocol import OPTIONAL_OPS, ProtocolError, RuntimeUnavailable, ops_at
 from .model_runtime import ModelRuntime
 from .written import events_as_compared
 from .sample import sample_requests
@@ -50,6 +50,7 @@ def conformance(spec: str, *, timeout: float = 10.0, runtime: Any = None) -> dic
         problems = [f"hello: {e.message}" for e in validators["hello.result.json"].iter_errors(hello)]
         levels = [level for level in hello.get("levels", []) if level in ("log", "compaction", "policy")]
         allowed = set(ops_at(levels[-1])) if levels else set()
+        allowed |= set(OPTIONAL_OPS) & set(hello.get("ops") or [])  # the optional views it announces
         requests = [(op, args) for op, args in sample_requests() if op in allowed]
         model = ModelRuntime()
         divergences = []

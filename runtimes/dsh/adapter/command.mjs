@@ -31,6 +31,9 @@ export function commandOps(world, comp) {
       let record = [];
       const [, common] = await comp.run(args, scripts, faults, async (op) => {
         record = op.maintenance;
+        // the summary script `agent-cancel`: the user cancels the agent (ReactLoopAgent.cancel), which aborts the
+        // maintenance signal runMaintenance hands compactNow's task (DIVERGENCES D8); the inbox is the world's
+        op.agent = { abort: () => agent.cancel(undefined, { keepInbox: true }) };
         if (aborted) op.caller.abort();
         const idlePhase = agent.phase;
         // the world: a busy agent (a running turn). Set directly, not through setPhase: nothing is published.
@@ -40,6 +43,11 @@ export function commandOps(world, comp) {
         } catch (err) {
           thrown = err;
         } finally {
+          // The executor settles (and writes command/done) as soon as the caller's signal aborts, without
+          // waiting for the handler (dsh-commands `withAbort`); compactNow's task goes on and writes its
+          // error close after command/done. The op's effect is everything up to quiescence, as
+          // command-compact's own teardown drains its started handlers (DIVERGENCES D5).
+          await Promise.all(op.handlers);
           if (!idle) agent.phase = idlePhase;
         }
       });

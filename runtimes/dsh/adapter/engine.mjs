@@ -71,16 +71,22 @@ export class Composition {
         composition.op?.regions.push(result);
         return result;
       }
-      async compactNow(agent, signal, sourceCommandId) {
-        const record = composition.op?.maintenance;
-        try {
-          const result = await super.compactNow(agent, signal, sourceCommandId);
-          if (record) record.push({ result });
-          return result;
-        } catch (error) {
-          if (record) record.push({ error, aborted: signal.aborted });
-          throw error;
-        }
+      compactNow(agent, signal, sourceCommandId) {
+        const op = composition.op;
+        const running = (async () => {
+          try {
+            const result = await super.compactNow(agent, signal, sourceCommandId);
+            if (op) op.maintenance.push({ result });
+            return result;
+          } catch (error) {
+            if (op) op.maintenance.push({ error, aborted: signal.aborted });
+            throw error;
+          }
+        })();
+        // the op waits for this handler to settle: dsh-commands' executor stops awaiting it when the caller's
+        // signal aborts (withAbort), while the task still writes its close (DIVERGENCES D5)
+        if (op) op.handlers.push(running.then(() => undefined, () => undefined));
+        return running;
       }
     }
     await ctx.plugin(ScriptedLlm);
@@ -145,7 +151,7 @@ export class Composition {
     const starts0 = this.starts;
     const fromQueue = scripts === null;
     const caller = new AbortController();
-    this.op = { scripts: scripts ?? this.queue, starts0, faults, caller, agent: null, record: [], regions: [], maintenance: [], concurrent: false };
+    this.op = { scripts: scripts ?? this.queue, starts0, faults, caller, agent: null, record: [], regions: [], maintenance: [], handlers: [], concurrent: false };
     this.warnings.length = 0;
     let value;
     try {

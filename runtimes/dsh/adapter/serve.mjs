@@ -8,6 +8,7 @@ import { install as installClock } from './clock.mjs';
 import { World } from './world.mjs';
 import { ProtocolError } from './refusal.mjs';
 import { logOps } from './log.mjs';
+import { storageOps } from './storage.mjs';
 import { strykerHooks } from './stryker.mjs';
 
 const PROTOCOL = 'surfacecheck-runtime/1';
@@ -16,6 +17,7 @@ const OPS_BY_LEVEL = {
   compaction: ['select_range', 'prune', 'compact'],
   policy: ['configure', 'pre_step', 'request_error', 'manual_compact', 'reload'],
 };
+const OPTIONAL_OPS = ['closers', 'rows', 'decode']; // read-only persistence views, any level (storage.mjs)
 
 async function optional(path, world) {
   try {
@@ -41,7 +43,7 @@ async function main() {
   const world = new World(dsh);
   await world.open();
   stryker?.started();
-  const handlers = { ...logOps(world) };
+  const handlers = { ...logOps(world), ...storageOps(world) };
   const levels = ['log'];
   for (const [level, path] of [['compaction', './compaction.mjs'], ['policy', './policy.mjs']]) {
     const ops = await optional(path, world);
@@ -58,7 +60,7 @@ async function main() {
     const { op } = request;
     if (op === 'hello') {
       return { protocol: PROTOCOL, name: `dsh ${dsh.versions['@deepseek-ai/dsh-session']}`, levels,
-        ops: levels.flatMap((level) => OPS_BY_LEVEL[level].filter((name) => name in handlers)),
+        ops: [...levels.flatMap((level) => OPS_BY_LEVEL[level].filter((name) => name in handlers)), ...OPTIONAL_OPS],
         modules: dsh.modulesDir, versions: dsh.versions };
     }
     const handler = handlers[op];

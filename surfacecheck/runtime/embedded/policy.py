@@ -185,7 +185,7 @@ class Engine:
         return resolve_target_policy(compaction, *target).max_tokens if target is not None else compaction.max_tokens
 
     def compact_now(self, scripts, faults, source_command_id, caller_aborted: bool, agent_idle: bool,
-                    span=False) -> TxOutcome:
+                    span=False, on_caller_abort=None) -> TxOutcome:
         """`BasicCompactionEngine.compactNow` (spec 11.2); ``span`` when the caller already selected it."""
         if caller_aborted:
             return TxOutcome(error=AbortError(), aborted=True)
@@ -198,7 +198,7 @@ class Engine:
             return TxOutcome()
         tx = self.rt.transaction_class(self.rt, scripts, faults).run(
             span[0], span[1], TxOptions(manual=True, source_command_id=source_command_id,
-                                        max_tokens=self._summary_max_tokens()), False)
+                                        max_tokens=self._summary_max_tokens(), on_caller_abort=on_caller_abort), False)
         if tx.error is not None and tx.agent_aborted:
             return TxOutcome(error=ManualCompactionError("cancelled", "manual compaction was cancelled", cause=tx.error))
         return tx
@@ -209,15 +209,30 @@ class Engine:
         if caller_aborted:
             return {"kind": "error", "text": AbortError().reason, "sourceEventSeq": None}
         session = self.rt.session
-        span = False
-        if not raw.strip() and agent_idle:  # select before writing: a refusal leaves the log untouched
-            span = self._compactor().select_range(0)
+        span, thrown = False, None
+        if not raw.strip() and agent_idle:  # select before writing: a shape refusal leaves the log untouched
+            try:
+                span = self._compactor().select_range(0)
+            except ModelError as exc:  # thrown inside the handler, after command/run (spec 11.1, D7)
+                thrown = exc
         session.append("command/run", {"commandId": command_id, "name": "compact", "args": command_raw_input(raw),
                                        "source": {"kind": "user"}})
+        if thrown is not None and not raw.strip():  # the executor settles command/done error and rejects
+            session.append("command/done", {"commandId": command_id, "kind": "error", "text": thrown.message})
+            return {"kind": "error", "text": thrown.message, "sourceEventSeq": None}
+        settled_early = []
+
+        def settle_on_abort() -> None:  # dsh-commands' withAbort: command/done before the error close (D5)
+            settled_early.append(True)
+            session.append("command/done", {"commandId": command_id, "kind": "error", "text": AbortError().reason})
+
         if raw.strip():
             result = {"kind": "error", "text": "Usage: /compact (no arguments)", "sourceEventSeq": None}
         else:
-            result = command_result(self.compact_now(scripts, faults, command_id, False, agent_idle, span))
+            result = command_result(self.compact_now(scripts, faults, command_id, False, agent_idle, span,
+                                                     settle_on_abort))
+        if settled_early:
+            return result
         done = {"commandId": command_id, "kind": result["kind"], "text": result["text"]}
         if result["sourceEventSeq"] is not None:
             done["sourceEventSeq"] = result["sourceEventSeq"]

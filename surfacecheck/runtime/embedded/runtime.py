@@ -12,6 +12,7 @@ from typing import Any, Callable
 from surfacecheck.model.errors import ModelError
 
 from ...core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
+from ..storage import storage_ops
 from ..codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
 from .compaction import Compactor
 from .context import ContextRetention
@@ -70,6 +71,7 @@ class EmbeddedRuntime:
         self._ops: dict[str, Callable[[dict], dict]] = {
             "reset": self._reset, "append": self._append, "surface": self._surface, "events": self._events, "cuts": self._cuts,
             "measure": self._measure, "projection": self._projection,
+            **storage_ops(lambda: self.session.log),  # pure functions of the log, shared with the model
         }
         from . import levels  # compaction + policy ops
 

@@ -11,6 +11,7 @@ Override points (``bugs.py``): :meth:`Transaction.shrink_rule`, :meth:`Transacti
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from surfacecheck.model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, SurfaceChangedError
@@ -29,6 +30,7 @@ class TxOptions:
     manual: bool = False
     source_command_id: str | None = None
     max_tokens: int = 8192
+    on_caller_abort: Callable[[], None] | None = None  # the `/compact` executor settling at the abort (D5)
 
 
 @dataclass
@@ -95,9 +97,13 @@ class Transaction:
             self.concurrent_appends(script)
             if script.outcome in ("cancel", "agent-cancel"):
                 caller_aborted, agent_aborted = True, script.outcome == "agent-cancel"
+                if not agent_aborted and options.on_caller_abort is not None:
+                    options.on_caller_abort()
                 raise AbortError()
             if script.outcome == "late-cancel":
                 caller_aborted = True
+                if options.on_caller_abort is not None:
+                    options.on_caller_abort()
             summarized = run_script(script, inp, PROVIDER, MODEL, options.max_tokens)
             checkpoint = checkpoint_message(list(summarized.summary), compaction_id, options.source_command_id,
                                             f"checkpoint-{compaction_id}")
@@ -136,6 +142,8 @@ class Transaction:
                 flush_failure = ModelError("flush failed (injected fault)")
             if self.faults.cancel_during_flush:
                 caller_aborted = True
+                if options.on_caller_abort is not None:
+                    options.on_caller_abort()
         if manual and caller_aborted:
             return TxOutcome(error=AbortError(), aborted=True, agent_aborted=agent_aborted)
         if failure is not None:
