@@ -77,12 +77,13 @@ def test_the_shortcuts_change_the_time_never_a_verdict(tmp_path):
 
 @needs_dsh
 def test_a_gate_that_cannot_reach_the_file_scores_zero(tmp_path):
-    # no unit drives dsh's crash repair (spec 1.6: the adapter reads logs with the model's reader): Stryker's
-    # per-unit coverage marks every mutant unreached, and unreached mutants are not kills
-    code, doc, err = mutate("--runtime", "dsh", "--files", "dsh-session/repair.js", "--gate", "runtime",
+    # no unit drives dsh-session's SessionPreparation (the registry's unpublished-session ownership: the adapter
+    # opens sessions directly): Stryker's per-unit coverage marks every mutant unreached, and unreached mutants
+    # are not kills
+    code, doc, err = mutate("--runtime", "dsh", "--files", "dsh-session/preparation.js", "--gate", "runtime",
                             "--report-dir", str(tmp_path))
     assert code == 0, err[-2000:]
-    assert doc["mutants"] > 20 and doc["killed"] == 0 and doc["no_coverage"] >= doc["mutants"] - 3  # module-level
+    assert doc["mutants"] > 5 and doc["killed"] == 0 and doc["no_coverage"] >= doc["mutants"] - 3  # module-level
     assert doc["score"] == 0.0
 
 
