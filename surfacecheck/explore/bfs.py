@@ -92,18 +92,21 @@ class Exploration:
 
 
 @contextmanager
-def no_cyclic_gc():
+def no_cyclic_gc(stay_frozen: bool = False):
     """The BFS allocates millions of small acyclic tuples; CPython's cyclic collector would rescan the
     ever-growing visited set at every generation-2 pass (half the run time). Reference counting still
     frees everything. Afterwards the survivors are moved to the oldest generation unscanned
-    (``freeze`` + ``unfreeze``) so re-enabling the collector does not trigger one huge pass."""
+    (``freeze`` + ``unfreeze``) so re-enabling the collector does not trigger one huge pass; with
+    ``stay_frozen`` they stay out of the collector's sight for good (a worker's caches, kept between tasks,
+    are not rescanned by the worker's own allocations in between)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         gc.freeze()
-        gc.unfreeze()
+        if not stay_frozen:
+            gc.unfreeze()
         if was:
             gc.enable()
 

@@ -19,14 +19,13 @@ only what it costs), so a task that Dask re-runs on another worker gives the sam
 """
 from __future__ import annotations
 
-import gc
 import zlib
 from array import array
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
+from .bfs import no_cyclic_gc
 from .layout import S_SURF
 from .packed import Packer
 from .shape import split
@@ -167,24 +166,9 @@ def expand_partition(task: Task) -> Answer:
     search = _search(task.config)
     world = search.world
     before = world.oracle_calls
-    with _caches_unscanned(), world.speedups():
+    with no_cyclic_gc(stay_frozen=True), world.speedups():
         sids, starts, lengths, counts = _segments(search, task)
         return _gather(search, task, sids, starts, lengths, counts, world.oracle_calls - before)
-
-
-@contextmanager
-def _caches_unscanned():
-    """No cyclic collection while a task runs, and what it leaves (the caches: millions of acyclic tuples)
-    moved out of the collector's sight for good (``gc.freeze``), so the worker's own allocations between
-    tasks do not rescan them (as :func:`.bfs.no_cyclic_gc` does for one search, for a worker's life)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was:
-            gc.enable()
 
 
 def _segments(search: _Search, task: Task) -> tuple[np.ndarray, list, list, list]:
