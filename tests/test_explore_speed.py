@@ -79,6 +79,32 @@ def test_every_partition_holds_states_and_a_merge_out_of_order_is_caught(monkeyp
     assert len(exp.states) == golden["states"] and graph_record(exp) != golden
 
 
+def test_a_worker_that_missed_part_of_the_surface_table_gets_the_whole_table():
+    """A task carries only the surfaces numbered since the last level; a worker that lost the earlier ones (here:
+    every worker's caches dropped before the fourth level, as a restarted worker has none) answers ``missing``,
+    the coordinator sends those tasks again with the whole table, and the graph is the golden one."""
+    from surfacecheck.explore import partition
+
+    name, bounds, variant, reverse, symmetry = GRAPH_CASES[0]
+    golden = json.loads((HERE / f"graph-{name}.json").read_text())
+    calls, missing = [], []
+
+    def forgetful(fn, tasks):
+        calls.append([task.table_from for task in tasks])
+        if len(calls) == 4:
+            partition._SEARCHES.clear()
+        answers = _in_process(fn, tasks)
+        missing.append([answer.missing for answer in answers])
+        return answers
+
+    exp, figures = explore_partitioned(World(bounds, variant=variant), forgetful, 2, symmetry=symmetry,
+                                       reverse=reverse)
+    assert missing[3] == [True, True] and calls[4] == [0, 0] and missing[4] == [False, False]
+    assert calls[3][0] > 0  # a delta, not the whole table, until the workers forgot
+    assert figures.resent == 2
+    assert graph_record(exp) == golden
+
+
 def _cost_free(report: dict) -> dict:
     return {key: value for key, value in report.items() if key not in COST}
 

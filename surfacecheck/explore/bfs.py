@@ -39,20 +39,25 @@ class Exploration:
     _preds: list | None = None
     _succs: list | None = None
     cache: dict = field(default_factory=dict)  # the whole-graph arrays (:mod:`.arrays`)
+    columns: object = None  # the graph as arrays, when the search kept it so (:class:`.columns.Columns`)
 
     @property
     def max_depth(self) -> int:
-        return max(self.depth) if self.depth else 0
+        return int(max(self.depth)) if len(self.depth) else 0
 
     @property
     def rate(self) -> float:
         return len(self.states) / self.seconds if self.seconds > 0 else float("inf")
 
-    def preds(self) -> list:
+    def preds(self):
+        """Per state, its incoming edges as ``(src, action, index)`` (a list per state, or read from the columns)."""
         if self._preds is None:
-            self._preds = [[] for _ in self.states]
-            for index, (src, dst, action, _edge) in enumerate(self.edges):
-                self._preds[dst].append((src, action, index))
+            if self.columns is not None:
+                self._preds = _Incidence(self.columns, incoming=True)
+            else:
+                self._preds = [[] for _ in self.states]
+                for index, (src, dst, action, _edge) in enumerate(self.edges):
+                    self._preds[dst].append((src, action, index))
         return self._preds
 
     # -- canonical shortest paths ---------------------------------------------------------------
@@ -81,6 +86,8 @@ class Exploration:
         return path
 
     def _forward(self, src: int):
+        if self._succs is None and self.columns is not None:
+            self._succs = _Incidence(self.columns, incoming=False)
         if self._succs is None:
             self._succs = [[] for _ in self.states]
             for index, (s, d, action, _edge) in enumerate(self.edges):
@@ -89,6 +96,25 @@ class Exploration:
 
     def labels(self, path: list[int]) -> list[str]:
         return [self.edges[index][2] for index in path]
+
+
+class _Incidence:
+    """Each state's incoming (or outgoing) edges read from the columns: ``[state]`` is a list of
+    ``(src, action, index)`` (or ``(dst, action, index)``) in edge order, as :meth:`Exploration.preds` lists them."""
+
+    def __init__(self, columns, incoming: bool):
+        import numpy as np
+
+        self.columns, self.incoming = columns, incoming
+        ends = columns.dst if incoming else columns.src
+        self.order = np.argsort(ends, kind="stable")
+        self.starts = np.searchsorted(ends[self.order], np.arange(columns.gsid.size + 1))
+
+    def __getitem__(self, state: int) -> list:
+        c = self.columns
+        at = self.order[self.starts[state]:self.starts[state + 1]]
+        other = (c.src if self.incoming else c.dst)[at]
+        return list(zip(other.tolist(), map(c.actions.__getitem__, c.action[at].tolist()), at.tolist()))
 
 
 @contextmanager

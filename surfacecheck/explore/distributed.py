@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from surfacecheck.core.memory import MemoryLimitReached
 
-from .bfs import Exploration, _surface_checks, no_cyclic_gc
+from .bfs import Exploration, no_cyclic_gc
+from .columns import Columns, Edges, States
 from .layout import S_SURF
 from .packed import Packer
+from .safety import check_state
 from .partition import Answer, Task, expand_partition, owner_hash, world_config
 from .world import EVENTS, SURF, World
 
@@ -56,11 +57,13 @@ class _Level:
 
 @dataclass
 class Figures:
-    """What the distributed search cost: partitions per level, tasks, model runs made on the workers."""
+    """What the distributed search cost: partitions per level, tasks, model runs made on the workers, tasks
+    sent again with the whole surface table."""
 
     partitions: int
     tasks: int = 0
     model_runs: int = 0
+    resent: int = 0  # tasks sent again with the whole surface table (their worker missed part of it)
 
 
 def explore_partitioned(world: World, run_map, partitions: int, *, symmetry: bool = True, reverse: bool = False,
@@ -81,13 +84,16 @@ class _Search:
         self.span = S_SURF * self.packer.per_core
         self.config, self.run_id = world_config(world), uuid.uuid4().hex
         self.surfaces: list = []
+        self.sent = 0  # the surfaces the workers were sent (numbered before the last level's tasks were made)
         self.surface_ids: dict = {}
         self.hashes: list = []  # surface number -> its owner hash
         self.actions: list = []
         self.action_ids: dict = {}
         self.edges: list = []
         self.edge_ids: dict = {}
-        self.check = _surface_checks(self.exp)
+        self.levels: list = []  # per level: its edges' source, target, action and edge-record numbers
+        self.level_sizes: list = []  # per level: the states it found first
+        self.edge_count = 0
         # per state, in state order: surface number, rest, log length, turn, generation
         self.gsid = np.zeros(0, np.int64)
         self.low = np.zeros(0, np.int64)
@@ -114,8 +120,8 @@ class _Search:
         return pairs
 
     def run(self, on_level, memory) -> tuple[Exploration, Figures]:
-        """Level by level; while the workers expand the next level, this process writes the last one's
-        states and edges as the tuples the checks read (the merge itself, arrays only, comes first)."""
+        """Level by level: the workers expand a level's frontier, this process merges their answers; the
+        explored graph stays in columns (:mod:`.columns`)."""
         exp, start = self.exp, time.perf_counter()
         initial = self.world.initial()
         first = _Level(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
@@ -123,34 +129,64 @@ class _Search:
                        np.array([self.packer.pack(initial[:EVENTS]) % S_SURF * self.packer.per_core]),
                        np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64))
         self._number(first, None)
-        self._write(first, 0)
-        with ThreadPoolExecutor(1, thread_name_prefix="explore-expand") as background:
-            frontier, level = first.ids, 0
-            pending = background.submit(self._expand, frontier)
-            while pending is not None:
-                found = self._merge(frontier, pending.result(), level)
-                frontier, level = found.ids, level + 1
-                pending = background.submit(self._expand, frontier) if frontier.size else None
-                self._write(found, level)
-                if on_level is not None:
-                    on_level(level, len(exp.states), len(exp.edges))
-                if memory is not None and pending is not None:
-                    try:
-                        memory.check()
-                    except MemoryLimitReached as reached:
-                        exp.complete, exp.stopped = False, f"incomplete at {len(exp.states)} states: {reached}"
-                        pending.cancel()
-                        break
+        self._keep(first)
+        frontier, level = first.ids, 0
+        while frontier.size:
+            found = self._merge(frontier, self._expand(frontier), level)
+            frontier, level = found.ids, level + 1
+            self._keep(found)
+            if on_level is not None:
+                on_level(level, self.gsid.size, self.edge_count)
+            if memory is not None and frontier.size:
+                try:
+                    memory.check()
+                except MemoryLimitReached as reached:
+                    exp.complete, exp.stopped = False, f"incomplete at {self.gsid.size} states: {reached}"
+                    break
+        self._columns()
         exp.seconds = time.perf_counter() - start
         return exp, self.figures
 
+    def _keep(self, found: "_Level") -> None:
+        """A level's edges (in order) and how many states it found first."""
+        self.levels.append((found.src.astype(np.int32), found.dst.astype(np.int32), found.action.astype(np.int32),
+                            found.edge.astype(np.int32)))
+        self.level_sizes.append(found.ids.size)
+        self.edge_count += found.src.size
+
+    def _columns(self) -> None:
+        """The explored graph in columns; the state invariants (they read the surface only) judged once per
+        surface."""
+        exp, packer = self.exp, self.packer
+        counters = self.low % packer.per_core
+        span_e = packer.span_calls * packer.span_comps
+        edges = [np.concatenate([level[i] for level in self.levels]) for i in range(4)]
+        columns = Columns(self.surfaces, self.gsid, self.low // packer.per_core, counters // span_e,
+                          counters % span_e // packer.span_comps, counters % packer.span_comps, self.seq, self.turn,
+                          self.gen, *edges, self.actions, self.edges)
+        exp.columns, exp.states, exp.edges = columns, States(columns), Edges(columns)
+        exp.depth = np.repeat(np.arange(len(self.level_sizes)), self.level_sizes).tolist()
+        found = {g: check_state(surf, 0) for g, surf in enumerate(self.surfaces)}
+        broken = np.array([g for g, judged in found.items() if judged], dtype=np.int64)
+        for index in np.flatnonzero(np.isin(self.gsid, broken)).tolist():
+            exp.state_violations[index] = found[int(self.gsid[index])]
+
     def _expand(self, frontier: np.ndarray) -> tuple[list, list]:
-        """The frontier's partitions (positions in it) and their answers, from the workers."""
+        """The frontier's partitions (positions in it) and their answers, from the workers. A task carries the
+        surfaces numbered since the previous level's tasks; one that reached a worker without the earlier ones
+        (:attr:`.partition.Answer.missing`) goes again with the whole table."""
         count = self.figures.partitions
         owner = np.asarray(self.hashes, dtype=np.int64)[self.gsid[frontier]] % count
         positions = [np.flatnonzero(owner == part) for part in range(count)]
-        answers = list(self.run_map(expand_partition, [self._task(frontier[where]) for where in positions]))
-        self.figures.tasks += len(positions)
+        sent, self.sent = self.sent, len(self.surfaces)
+        answers = list(self.run_map(expand_partition, [self._task(frontier[where], sent) for where in positions]))
+        again = [part for part, answer in enumerate(answers) if answer.missing]
+        if again:
+            resent = self.run_map(expand_partition, [self._task(frontier[positions[part]], 0) for part in again])
+            for part, answer in zip(again, resent):
+                answers[part] = answer
+            self.figures.resent += len(again)
+        self.figures.tasks += len(positions) + len(again)
         self.figures.model_runs += sum(answer.model_runs for answer in answers)
         return positions, answers
 
@@ -191,31 +227,10 @@ class _Search:
         self.keys = np.insert(self.keys, where, keys[order])
         self.ids = np.insert(self.ids, where, found.ids[order])
 
-    def _write(self, found: "_Level", depth: int) -> None:
-        """A level's new states as representatives (with the state invariants' findings) and its edges as
-        ``(src, dst, action, edge)``, in order: what :class:`.bfs.Exploration` holds for the checks."""
-        exp, packer, surfaces = self.exp, self.packer, self.surfaces
-        fields_of, decode, per_core = packer.fields.get, packer.decode, packer.per_core
-        span_e = packer.span_calls * packer.span_comps
-        for number, g, value, s, t, n in zip(found.ids.tolist(), found.gsid.tolist(), found.low.tolist(),
-                                             found.seq.tolist(), found.turn.tolist(), found.gen.tolist()):
-            rest, counters = divmod(value, per_core)
-            events, within = divmod(counters, span_e)
-            calls, comps = divmod(within, packer.span_comps)
-            f = fields_of(rest) or decode(rest)
-            surf = surfaces[g]
-            exp.states.append((f[0], f[1], surf, f[2], f[3], f[4], f[5], f[6], events, calls, comps, s, t, n))
-            self.check(number, g, surf, f[2])
-        exp.depth.extend([depth] * found.ids.size)
-        actions, edges = self.actions, self.edges
-        exp.edges.extend(zip(found.src.tolist(), found.dst.tolist(), map(actions.__getitem__, found.action.tolist()),
-                             map(edges.__getitem__, found.edge.tolist())))
-
-    def _task(self, states: np.ndarray) -> Task:
-        gsids = self.gsid[states]
-        surfaces = tuple((int(g), self.surfaces[g]) for g in np.unique(gsids).tolist())
-        return Task(self.config, self.run_id, self.reverse, gsids, self.low[states],
-                    None if self.world.bounds.max_seq is None else self.seq[states], surfaces)
+    def _task(self, states: np.ndarray, table_from: int) -> Task:
+        return Task(self.config, self.run_id, self.reverse, self.gsid[states], self.low[states],
+                    None if self.world.bounds.max_seq is None else self.seq[states], table_from,
+                    tuple(self.surfaces[table_from:self.sent]))
 
     def _merged(self, answers: list[Answer], positions: list[np.ndarray]) -> tuple:
         """Every partition's edges in this process's numbering, in the order of the search in one process."""

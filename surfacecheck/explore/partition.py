@@ -55,7 +55,9 @@ def world_config(world: World) -> tuple:
 @dataclass(frozen=True)
 class Task:
     """One partition of one level: ``gsids``/``lows`` per state (surface number, rest packed), ``seqs`` (only
-    under ``--max-seq``), and the surface of every number in ``gsids``."""
+    under ``--max-seq``), and the coordinator's surface table from number ``table_from`` on (``table``): what
+    it numbered since the previous level's tasks, or the whole table (``table_from`` 0) for a worker that
+    missed some (:attr:`Answer.missing`)."""
 
     config: tuple
     run: str
@@ -63,7 +65,8 @@ class Task:
     gsids: np.ndarray
     lows: np.ndarray
     seqs: np.ndarray | None
-    surfaces: tuple
+    table_from: int
+    table: tuple
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,10 @@ class Answer:
     """A partition's edges, in the search's order (its states in frontier order, each one's moves in move
     order): ``src`` (position in the partition), ``surface`` (index into ``surfaces``: an int is the
     coordinator's number, a pair ``(surface, owner hash)`` a surface it may not have), ``low``, ``ds``,
-    ``dt``, ``dg``, ``action`` and ``edge`` (indices into ``actions`` and ``edges``); ``model_runs`` made."""
+    ``dt``, ``dg``, ``action`` and ``edge`` (indices into ``actions`` and ``edges``); ``model_runs`` made.
+    ``missing``: this worker lacks part of the surface table before ``table_from`` (the task came to a worker
+    that did not run the earlier levels: Dask moved it, or restarted its worker); nothing was expanded, and the
+    coordinator sends the task again with the whole table."""
 
     src: np.ndarray
     surface: np.ndarray
@@ -85,6 +91,11 @@ class Answer:
     actions: list
     edges: list
     model_runs: int
+    missing: bool = False
+
+
+_EMPTY = np.zeros(0, np.int32)
+_MISSING = Answer(_EMPTY, _EMPTY, _EMPTY.astype(np.int64), _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY, [], [], [], 0, True)
 
 
 class _Numbering(dict):
@@ -112,6 +123,7 @@ class _Search:
         self.edges: list = []  # kept alive with the lists, so an id is never reused
         self.edge_ids: dict = {}
         self.runs: dict = {}  # run -> {this packer's surface number: the coordinator's}
+        self.tables: dict = {}  # run -> the coordinator's surface table, as far as this worker was sent it
 
     def segment(self, moves: list) -> tuple[int, int]:
         """Where ``moves`` (one group's relative moves) sit in the store, queued for it the first time (most
@@ -146,9 +158,20 @@ class _Search:
         found = self.runs.get(run)
         if found is None:
             if len(self.runs) >= _RUNS_KEPT:
-                self.runs.pop(next(iter(self.runs)))
+                oldest = next(iter(self.runs))
+                self.runs.pop(oldest)
+                self.tables.pop(oldest, None)
             found = self.runs[run] = {}
         return found
+
+    def table(self, task: Task) -> list | None:
+        """The run's surface table with the task's part added; None when an earlier part never came here."""
+        self.learnt(task.run)
+        table = self.tables.setdefault(task.run, [])
+        if len(table) < task.table_from:
+            return None
+        table.extend(task.table[len(table) - task.table_from:])
+        return table
 
 
 def _search(config: tuple) -> _Search:
@@ -165,23 +188,25 @@ def expand_partition(task: Task) -> Answer:
     """On a worker: the edges of one partition of a level (the module docstring)."""
     search = _search(task.config)
     world = search.world
+    table = search.table(task)
+    if table is None:
+        return _MISSING
     before = world.oracle_calls
     with no_cyclic_gc(stay_frozen=True), world.speedups():
-        sids, starts, lengths, counts = _segments(search, task)
+        sids, starts, lengths, counts = _segments(search, task, table)
         return _gather(search, task, sids, starts, lengths, counts, world.oracle_calls - before)
 
 
-def _segments(search: _Search, task: Task) -> tuple[np.ndarray, list, list, list]:
+def _segments(search: _Search, task: Task, table: list) -> tuple[np.ndarray, list, list, list]:
     """The packer's number of each state's surface, and the store segments of the partition's states' groups
     (made where new), in order: their starts and lengths, and how many each state has (its groups reversed
     under ``--reverse``)."""
     packer, learnt = search.packer, search.learnt(task.run)
     per_core, b = packer.per_core, search.world.bounds
     numbers, inverse = np.unique(task.gsids, return_inverse=True)
-    local = dict(task.surfaces)
     found = []
     for gsid in numbers.tolist():
-        sid = packer.surf_id(local[gsid])
+        sid = packer.surf_id(table[gsid])
         learnt[sid] = gsid
         found.append(sid)
     sids = np.asarray(found, dtype=np.int64)[inverse.reshape(-1)]

@@ -20,14 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from operator import itemgetter
-
 import networkx as nx
 import numpy as np
 
-from .arrays import both_ends, endpoints, prices
+from .arrays import both_ends, depths, distinct, endpoints, judged, label_ranks, prices, routed
 from .bfs import Exploration
-from .world import CTX, RET, ROUTED, SURF
+from .layout import CONTEXTS, RET_RADIX
+from .world import CTX, RET, SURF
 
 AUTOMATIC = ("overflow", "step")  # the compaction steps the runtime takes by itself
 RESPONDED = frozenset({"compacted", "pruned", "warned", "null", "unrouted"})
@@ -57,16 +56,29 @@ def _price(exp: Exploration, index: int) -> int:
 
 def compaction_loops(exp: Exploration) -> ProgressFinding | None:
     """A lasso of automatic compaction steps that never lowers the price and completes no step."""
-    sub = nx.DiGraph()
     src_at, dst_at = endpoints(exp)
     price = prices(exp)
-    edges = exp.edges
-    for index in np.flatnonzero(price[dst_at] >= price[src_at]).tolist():  # the price never falls
-        src, dst, action, edge = edges[index]
-        if edge.kind in AUTOMATIC and not edge.completes:
-            if not sub.has_edge(src, dst) or action < edges[sub[src][dst]["e"]][2]:
-                sub.add_edge(src, dst, e=index)
+    automatic = judged(exp, lambda edge: edge.kind in AUTOMATIC and not edge.completes)
+    candidates = np.flatnonzero(automatic & (price[dst_at] >= price[src_at]))  # the price never falls
+    sub = nx.DiGraph()
+    for src, dst, index in zip(*_least_per_arc(exp, candidates)):
+        sub.add_edge(src, dst, e=index)
     return lasso(exp, sub, lambda state: _price(exp, state))
+
+
+def _least_per_arc(exp: Exploration, candidates: np.ndarray, first=None) -> tuple[list, list, list]:
+    """Per arc (source-target pair) among the ``candidates`` edges, the one with the least ``first`` (when
+    given), then the least action label, then the earliest; the arcs in the order of their first candidate."""
+    src_at, dst_at = endpoints(exp)
+    src, dst = src_at[candidates], dst_at[candidates]
+    pair = src * len(exp.states) + dst
+    keys = (candidates, label_ranks(exp)[candidates]) + (() if first is None else (first,)) + (pair,)
+    order = np.lexsort(keys)
+    grouped = pair[order]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if grouped.size else grouped
+    chosen = order[starts][np.argsort(np.minimum.reduceat(candidates[order], starts), kind="stable")] \
+        if grouped.size else grouped
+    return src[chosen].tolist(), dst[chosen].tolist(), candidates[chosen].tolist()
 
 
 def lasso(exp: Exploration, sub: nx.DiGraph, price) -> ProgressFinding | None:
@@ -128,29 +140,15 @@ class PendingArcs(NamedTuple):
 def pending_arcs(exp: Exploration, pending: np.ndarray, counted, discharged) -> PendingArcs | None:
     """The arcs between pending states over edges that do not discharge the obligation (None if none)."""
     candidates = both_ends(exp, pending)
-    edges, judged = exp.edges, {}
-
-    def judge(edge) -> int:  # 2 discharges, 0 counted, 1 neither; judged once per edge object
-        found = judged.get(id(edge))
-        if found is None:
-            found = judged[id(edge)] = 2 if discharged(edge) else 0 if counted(edge) else 1
-        return found
-
-    flags = np.fromiter((judge(edges[i][3]) for i in candidates.tolist()), np.int8, candidates.size)
+    # 2 discharges, 0 counted, 1 neither: judged once per edge record
+    flags = judged(exp, lambda edge: 2 if discharged(edge) else 0 if counted(edge) else 1, np.int8)[candidates]
     candidates, flags = candidates[flags != 2], flags[flags != 2]
     if not candidates.size:
         return None
-    actions = [edges[i][2] for i in candidates.tolist()]
-    rank = {action: n for n, action in enumerate(sorted(set(actions)))}
-    labels = np.fromiter(map(rank.__getitem__, actions), np.int64, candidates.size)
-    src_at, dst_at = endpoints(exp)
-    src, dst = src_at[candidates], dst_at[candidates]
-    pair = src * len(exp.states) + dst
-    order = np.lexsort((candidates, labels, flags, pair))  # per pair: counted first, least label, earliest
-    grouped = pair[order]
-    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
-    chosen = order[starts][np.argsort(np.minimum.reduceat(candidates[order], starts), kind="stable")]
-    return PendingArcs(src[chosen], dst[chosen], flags[chosen] == 0, candidates[chosen])
+    src, dst, chosen = (np.asarray(column, dtype=np.int64) for column in _least_per_arc(exp, candidates, flags))
+    is_counted = np.zeros(len(exp.edges), bool)
+    is_counted[candidates[flags == 0]] = True
+    return PendingArcs(src, dst, is_counted[chosen], chosen)
 
 
 def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, k: int, what: str):
@@ -159,9 +157,12 @@ def bounded_response(exp: Exploration, prop: str, trigger, counted, discharged, 
     if arcs is None:
         return None
     score = scores(exp, arcs, k)
-    bad = sorted(np.flatnonzero(score >= k).tolist(), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))
-    if not bad:
+    bad = np.flatnonzero(score >= k)
+    if not bad.size:
         return None
+    depth = depths(exp)[bad]
+    shallow = bad[depth <= np.partition(depth, min(63, depth.size - 1))[min(63, depth.size - 1)]]
+    bad = sorted(shallow.tolist(), key=lambda s: (exp.depth[s], repr(exp.states[s][:11])))  # the first 64 of all
     return shortest_witness(exp, prop, what, k, bad, arcs.successors(), score)
 
 
@@ -219,7 +220,7 @@ def _reaches_counted(arcs: PendingArcs, nodes: int) -> np.ndarray:
     from scipy.sparse.csgraph import breadth_first_order
 
     score = np.zeros(nodes, dtype=np.int64)
-    sources = np.unique(arcs.src[arcs.counted])
+    sources = distinct(arcs.src[arcs.counted])
     if not sources.size:
         return score
     rows = np.concatenate([arcs.dst, np.full(sources.size, nodes)])
@@ -260,8 +261,7 @@ def pressure_response(exp: Exploration, k: int = 1):
     threshold = exp.world.settings.threshold
 
     def over(exp: Exploration) -> np.ndarray:
-        routed = np.fromiter(map(itemgetter(ROUTED), exp.states), bool, len(exp.states))
-        return routed & (prices(exp) >= threshold)
+        return routed(exp) & (prices(exp) >= threshold)
 
     return bounded_response(
         exp, "pressure-bounded-response", over, lambda e: e.kind == "step",
@@ -282,6 +282,12 @@ def context_missing(state) -> bool:
 
 def _context_missing(exp: Exploration) -> np.ndarray:
     """:func:`context_missing` of every state, judged once per (context, retained, surface)."""
+    if exp.columns is not None:
+        c = exp.columns
+        key = (c.gsid * len(CONTEXTS) + c.ctx) * RET_RADIX + c.ret + 2
+        _keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        marks = np.array([context_missing(exp.states[index]) for index in first.tolist()], dtype=bool)
+        return marks[inverse.reshape(-1)]
     memo: dict = {}
     marks = []
     for state in exp.states:

@@ -8,14 +8,15 @@ that the concrete run is α-equal to the abstract path (the quotient's soundness
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from surfacecheck.core.memory import MemoryLimit
 from surfacecheck.core.trace import write_trace
 
-from .arrays import graph_figures
+from .arrays import edge_actions, edge_records, endpoints, graph_figures, judged
 from .bfs import Exploration, explore, no_cyclic_gc
 from .oracle import Settings
 from .progress import PROGRESS_PROPERTIES, check_progress
@@ -52,9 +53,11 @@ def safety_findings(exp: Exploration) -> list[Counterexample]:
     """The shortest counterexample per violated safety property (canonical among equally short ones)."""
     edges: dict[str, dict[int, list]] = {}
     states: dict[str, dict[int, list]] = {}
-    for index, (src, _dst, _action, edge) in enumerate(exp.edges):
-        for prop, message in edge.violations:
-            edges.setdefault(prop, {}).setdefault(exp.depth[src] + 1, []).append((index, message))
+    numbers, records = edge_records(exp)
+    src_at, _dst_at = endpoints(exp)
+    for index in np.flatnonzero(judged(exp, lambda edge: bool(edge.violations))).tolist():
+        for prop, message in records[numbers[index]].violations:
+            edges.setdefault(prop, {}).setdefault(exp.depth[src_at[index]] + 1, []).append((index, message))
     for state, found in exp.state_violations.items():
         for prop, message in found:
             states.setdefault(prop, {}).setdefault(exp.depth[state], []).append((state, message))
@@ -78,6 +81,13 @@ def safety_findings(exp: Exploration) -> list[Counterexample]:
         actions, message = min(options)
         out.append(Counterexample(prop, "safety", message, actions))
     return out
+
+
+def action_counts(exp: Exploration) -> dict:
+    """How many edges carry each action label, by label."""
+    numbers, labels = edge_actions(exp)
+    counts = np.bincount(numbers, minlength=len(labels)).tolist()
+    return dict(sorted((label, count) for label, count in zip(labels, counts) if count))
 
 
 def progress_findings(exp: Exploration, k: int) -> list[Counterexample]:
@@ -155,7 +165,7 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
                 world, lambda fn, tasks: cluster.map(fn, tasks, pin=True, label="explore-level"), count,
                 symmetry=symmetry, reverse=reverse, on_level=on_level, memory=memory)
             distributed = {"workers": count, "scheduler": None if cluster.local else cluster.address,
-                           "tasks": figures.tasks, "worker_model_runs": figures.model_runs,
+                           "tasks": figures.tasks, "resent": figures.resent, "worker_model_runs": figures.model_runs,
                            "retries": cluster.retries("explore-level")}
     if cache is not None and world.oracle_calls:
         transition_cache.save(world, cache)
@@ -187,7 +197,7 @@ def run_explore(bounds: Bounds, *, variant: Variant = CORRECT, settings: Setting
         "graph": graph,
         "invariants": list(SAFETY_PROPERTIES), "progress": list(PROGRESS_PROPERTIES) if checks_progress else [],
         "violations": [f.to_json() for f in findings],
-        "actions": dict(sorted(Counter(action for _s, _d, action, _e in exp.edges).items())),
+        "actions": action_counts(exp),
         "model_runs_mode": "exact" if not shared else "shared+oracle" if oracle else "shared",
         "distributed": distributed,
         "oracle": {"checked": world.oracle_checks, "mismatches": world.oracle_mismatches[:20],

@@ -47,7 +47,7 @@ def graph_record(exp: Exploration) -> dict:
     violations = sorted((index, [list(found) for found in items]) for index, items in exp.state_violations.items())
     safety = [[f.property, f.message, f.actions] for f in safety_findings(exp)]
     return {"states": len(exp.states), "edges": len(exp.edges), "max_depth": exp.max_depth,
-            "digests": {"states": _digest(exp.states), "depth": _digest(exp.depth), "edges": _digest(edges),
+            "digests": {"states": _digest(list(exp.states)), "depth": _digest(list(exp.depth)), "edges": _digest(edges),
                         "labels": _digest(sorted(edge.label for _s, _d, _a, edge in edges))},
             "state_violations": [[index, found] for index, found in violations], "safety": safety,
             "verdict": "violation" if safety else "ok"}
