@@ -105,6 +105,26 @@ def test_a_worker_that_missed_part_of_the_surface_table_gets_the_whole_table():
     assert graph_record(exp) == golden
 
 
+def test_an_answer_whose_numbers_were_told_in_a_lost_answer_is_asked_again():
+    """A worker tells each surface, label and record number once per run; if the answer that told one is not the
+    one kept (here: every task of the fourth level run twice, the second answer kept), the coordinator sees
+    numbers it cannot read, asks again with ``fresh`` (everything told), and the graph is the golden one."""
+    name, bounds, variant, reverse, symmetry = GRAPH_CASES[0]
+    golden = json.loads((HERE / f"graph-{name}.json").read_text())
+    calls, fresh = [], []
+
+    def twice(fn, tasks):
+        calls.append(len(tasks))
+        fresh.append([task.fresh for task in tasks])
+        if len(calls) == 4:
+            _in_process(fn, tasks)
+        return _in_process(fn, tasks)
+
+    exp, figures = explore_partitioned(World(bounds, variant=variant), twice, 2, symmetry=symmetry, reverse=reverse)
+    assert fresh[4] and all(fresh[4]) and not any(fresh[3])
+    assert graph_record(exp) == golden
+
+
 def _cost_free(report: dict) -> dict:
     return {key: value for key, value in report.items() if key not in COST}
 

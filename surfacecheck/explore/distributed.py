@@ -55,6 +55,27 @@ class _Level:
     ids: np.ndarray
 
 
+class _Map:
+    """A worker's numbers to this process's, as far as the worker told them."""
+
+    def __init__(self):
+        self.values = np.full(0, -1, np.int64)
+
+    def learn(self, pairs: list) -> None:
+        if not pairs:
+            return
+        theirs, ours = (np.array(column, dtype=np.int64) for column in zip(*pairs))
+        if theirs.max() >= self.values.size:
+            self.values = np.concatenate([self.values, np.full(int(theirs.max()) + 1 - self.values.size, -1)])
+        self.values[theirs] = ours
+
+    def knows(self, numbers: np.ndarray) -> bool:
+        return not numbers.size or (int(numbers.max()) < self.values.size and int(self.values[numbers].min()) >= 0)
+
+    def __getitem__(self, numbers: np.ndarray) -> np.ndarray:
+        return self.values[numbers]
+
+
 @dataclass
 class Figures:
     """What the distributed search cost: partitions per level, tasks, model runs made on the workers, tasks
@@ -94,6 +115,7 @@ class _Search:
         self.levels: list = []  # per level: its edges' source, target, action and edge-record numbers
         self.level_sizes: list = []  # per level: the states it found first
         self.edge_count = 0
+        self.told: dict = {}  # worker token -> its surfaces', labels' and records' numbers here (_Map each)
         # per state, in state order: surface number, rest, log length, turn, generation
         self.gsid = np.zeros(0, np.int64)
         self.low = np.zeros(0, np.int64)
@@ -186,9 +208,29 @@ class _Search:
             for part, answer in zip(again, resent):
                 answers[part] = answer
             self.figures.resent += len(again)
-        self.figures.tasks += len(positions) + len(again)
+        for answer in answers:  # first all of them: two partitions may come from one worker
+            self._learn(answer)
+        untold = [part for part, answer in enumerate(answers) if not self._understood(answer)]
+        if untold:  # defensive: a worker's telling went astray (its answer was run twice, one kept)
+            fresh = self.run_map(expand_partition, [self._task(frontier[positions[part]], 0, fresh=True)
+                                                    for part in untold])
+            for part, answer in zip(untold, fresh):
+                self._learn(answer)
+                answers[part] = answer
+        self.figures.tasks += len(positions) + len(again) + len(untold)
         self.figures.model_runs += sum(answer.model_runs for answer in answers)
         return positions, answers
+
+    def _learn(self, answer: Answer) -> None:
+        """Record what a worker told: the meaning of its new surface, label and record numbers."""
+        surfaces, actions, edges = self.told.setdefault(answer.token, (_Map(), _Map(), _Map()))
+        surfaces.learn([(n, self.intern(surf, hashed)) for n, surf, hashed in answer.new_surfaces])
+        actions.learn([(n, self._index(self.action_ids, self.actions, a)) for n, a in answer.new_actions])
+        edges.learn([(n, self._index(self.edge_ids, self.edges, e)) for n, e in answer.new_edges])
+
+    def _understood(self, answer: Answer) -> bool:
+        maps = self.told[answer.token]
+        return all(m.knows(numbers) for m, numbers in zip(maps, (answer.surface, answer.action, answer.edge)))
 
     def _merge(self, frontier: np.ndarray, expanded: tuple, level: int) -> "_Level":
         """One level's edges in the search's order, its successors told apart from the visited set, the new
@@ -227,23 +269,18 @@ class _Search:
         self.keys = np.insert(self.keys, where, keys[order])
         self.ids = np.insert(self.ids, where, found.ids[order])
 
-    def _task(self, states: np.ndarray, table_from: int) -> Task:
+    def _task(self, states: np.ndarray, table_from: int, fresh: bool = False) -> Task:
         return Task(self.config, self.run_id, self.reverse, self.gsid[states], self.low[states],
                     None if self.world.bounds.max_seq is None else self.seq[states], table_from,
-                    tuple(self.surfaces[table_from:self.sent]))
+                    tuple(self.surfaces[table_from:self.sent]), fresh)
 
     def _merged(self, answers: list[Answer], positions: list[np.ndarray]) -> tuple:
         """Every partition's edges in this process's numbering, in the order of the search in one process."""
         parts = []
         for answer, where in zip(answers, positions):
-            surface = np.fromiter((self.intern(*entry) if type(entry) is tuple else entry for entry in answer.surfaces),
-                                  dtype=np.int64, count=len(answer.surfaces))
-            action = np.fromiter((self._index(self.action_ids, self.actions, a) for a in answer.actions),
-                                 dtype=np.int64, count=len(answer.actions))
-            edge = np.fromiter((self._index(self.edge_ids, self.edges, e) for e in answer.edges),
-                               dtype=np.int64, count=len(answer.edges))
-            parts.append((where[answer.src], surface[answer.surface], answer.low, answer.ds, answer.dt, answer.dg,
-                          action[answer.action], edge[answer.edge]))
+            surfaces, actions, edges = self.told[answer.token]
+            parts.append((where[answer.src], surfaces[answer.surface], answer.low, answer.ds, answer.dt, answer.dg,
+                          actions[answer.action], edges[answer.edge]))
         columns = [np.concatenate([part[i] for part in parts]).astype(np.int64) for i in range(8)]
         order = np.argsort(columns[0], kind="stable")
         return tuple(column[order] for column in columns)

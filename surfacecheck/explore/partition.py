@@ -9,22 +9,24 @@ Here the worker's own :class:`.packed.Packer` makes each core's relative moves, 
 does, and keeps every move once in a flat *move store* (one array per field); a state's moves are then a few
 segments of that store (its groups, in the world's move order), and the partition's edges are gathered from
 the store by NumPy: successor = source + Δstate, the bounds applied by masks. What goes back is arrays too —
-per edge its source's position in the partition, its successor (a surface index into a small table, the rest
-packed), its Δseq/Δturn/Δgeneration, its action and its edge record (indices into small tables) — and the
-table of successor surfaces: the coordinator's number where the worker knows it, else the surface itself and
-its :func:`owner_hash` (its owner at the next level).
+per edge its source's position in the partition, its successor (its surface, and the rest packed), its Δseq/Δturn/Δgeneration, its action and its edge record — the surface, action and record as the
+worker's own numbers, and once per run the surfaces (with their :func:`owner_hash`, their owner at the next
+level), labels and records behind the numbers the coordinator has not been told yet.
 
-A partition's answer is a function of its states and the world's configuration (the worker's caches change
-only what it costs), so a task that Dask re-runs on another worker gives the same answer.
+A partition's edges are a function of its states and the world's configuration (the worker's caches change only
+what they cost; the numbers they come in are the worker's own, named by its token), so a task that Dask re-runs
+on another worker gives the same edges.
 """
 from __future__ import annotations
 
+import uuid
 import zlib
 from array import array
 from dataclasses import dataclass
 
 import numpy as np
 
+from .arrays import distinct
 from .bfs import no_cyclic_gc
 from .layout import S_SURF
 from .packed import Packer
@@ -67,18 +69,21 @@ class Task:
     seqs: np.ndarray | None
     table_from: int
     table: tuple
+    fresh: bool = False  # tell every surface, label and record the answer uses, told before or not
 
 
 @dataclass(frozen=True)
 class Answer:
     """A partition's edges, in the search's order (its states in frontier order, each one's moves in move
-    order): ``src`` (position in the partition), ``surface`` (index into ``surfaces``: an int is the
-    coordinator's number, a pair ``(surface, owner hash)`` a surface it may not have), ``low``, ``ds``,
-    ``dt``, ``dg``, ``action`` and ``edge`` (indices into ``actions`` and ``edges``); ``model_runs`` made.
-    ``missing``: this worker lacks part of the surface table before ``table_from`` (the task came to a worker
-    that did not run the earlier levels: Dask moved it, or restarted its worker); nothing was expanded, and the
-    coordinator sends the task again with the whole table."""
+    order): ``src`` (position in the partition), ``surface`` (the successor's surface), ``low``, ``ds``, ``dt``,
+    ``dg``, ``action`` and ``edge`` (its label and record), the three as this worker's own numbers (``token``
+    names the worker's numbering); what the coordinator cannot know yet comes with them, once per run:
+    ``new_surfaces`` ``(number, surface, owner hash)``, ``new_actions`` ``(number, label)``, ``new_edges``
+    ``(number, record)``. ``model_runs`` made. ``missing``: this worker lacks part of the surface table before
+    ``table_from`` (the task came to a worker that did not run the earlier levels: Dask moved it, or restarted
+    its worker); nothing was expanded, and the coordinator sends the task again with the whole table."""
 
+    token: str
     src: np.ndarray
     surface: np.ndarray
     low: np.ndarray
@@ -87,15 +92,37 @@ class Answer:
     dg: np.ndarray
     action: np.ndarray
     edge: np.ndarray
-    surfaces: list
-    actions: list
-    edges: list
+    new_surfaces: list
+    new_actions: list
+    new_edges: list
     model_runs: int
     missing: bool = False
 
 
 _EMPTY = np.zeros(0, np.int32)
-_MISSING = Answer(_EMPTY, _EMPTY, _EMPTY.astype(np.int64), _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY, [], [], [], 0, True)
+_MISSING = Answer("", _EMPTY, _EMPTY, _EMPTY.astype(np.int64), _EMPTY, _EMPTY, _EMPTY, _EMPTY, _EMPTY, [], [], [], 0,
+                  True)
+
+
+class _Run:
+    """What a worker keeps of one coordinator's run: the surface table it was sent, and which of its own
+    surfaces, labels and records it has told that coordinator (a byte per number)."""
+
+    def __init__(self):
+        self.table: list = []
+        self.told = (bytearray(), bytearray(), bytearray())  # surfaces, actions, edge records
+
+    def untold(self, kind: int, numbers: np.ndarray, everything: bool) -> list[int]:
+        """Those of ``numbers`` (distinct) not told yet (all of them when ``everything``), now marked told."""
+        told = self.told[kind]
+        top = int(numbers.max()) + 1 if numbers.size else 0
+        if len(told) < top:
+            told.extend(bytes(top - len(told)))
+        flags = np.frombuffer(told, dtype=np.uint8)
+        fresh = numbers if everything else numbers[flags[numbers] == 0]
+        for number in fresh.tolist():
+            told[number] = 1
+        return fresh.tolist()
 
 
 class _Numbering(dict):
@@ -122,8 +149,8 @@ class _Search:
         self.actions = _Numbering()
         self.edges: list = []  # kept alive with the lists, so an id is never reused
         self.edge_ids: dict = {}
-        self.runs: dict = {}  # run -> {this packer's surface number: the coordinator's}
-        self.tables: dict = {}  # run -> the coordinator's surface table, as far as this worker was sent it
+        self.runs: dict = {}  # run -> _Run
+        self.token = uuid.uuid4().hex  # names this worker's numbering of surfaces, labels and records
 
     def segment(self, moves: list) -> tuple[int, int]:
         """Where ``moves`` (one group's relative moves) sit in the store, queued for it the first time (most
@@ -154,20 +181,17 @@ class _Search:
         self.edges.append(edge)
         return found
 
-    def learnt(self, run: str) -> dict:
+    def run(self, run: str) -> _Run:
         found = self.runs.get(run)
         if found is None:
             if len(self.runs) >= _RUNS_KEPT:
-                oldest = next(iter(self.runs))
-                self.runs.pop(oldest)
-                self.tables.pop(oldest, None)
-            found = self.runs[run] = {}
+                self.runs.pop(next(iter(self.runs)))
+            found = self.runs[run] = _Run()
         return found
 
     def table(self, task: Task) -> list | None:
         """The run's surface table with the task's part added; None when an earlier part never came here."""
-        self.learnt(task.run)
-        table = self.tables.setdefault(task.run, [])
+        table = self.run(task.run).table
         if len(table) < task.table_from:
             return None
         table.extend(task.table[len(table) - task.table_from:])
@@ -201,14 +225,12 @@ def _segments(search: _Search, task: Task, table: list) -> tuple[np.ndarray, lis
     """The packer's number of each state's surface, and the store segments of the partition's states' groups
     (made where new), in order: their starts and lengths, and how many each state has (its groups reversed
     under ``--reverse``)."""
-    packer, learnt = search.packer, search.learnt(task.run)
+    packer = search.packer
     per_core, b = packer.per_core, search.world.bounds
     numbers, inverse = np.unique(task.gsids, return_inverse=True)
     found = []
     for gsid in numbers.tolist():
-        sid = packer.surf_id(table[gsid])
-        learnt[sid] = gsid
-        found.append(sid)
+        found.append(packer.surf_id(table[gsid]))
     sids = np.asarray(found, dtype=np.int64)[inverse.reshape(-1)]
     rests = task.lows // per_core
     rooms = (task.lows % per_core) // (packer.span_calls * packer.span_comps) < b.events
@@ -261,18 +283,14 @@ def _gather(search: _Search, task: Task, sids: np.ndarray, starts: list, lengths
     if b.max_seq is not None:
         keep &= task.seqs[src] + ds[index] <= b.max_seq
     src, index = src[keep], index[keep]
-    learnt = search.learnt(task.run)
+    run = search.run(task.run)
     successor = sids[src] * search.span + task.lows[src] + store[index]
-    surface_ids, surface = np.unique(successor // search.span, return_inverse=True)
-    surfaces = []
-    for sid in surface_ids.tolist():
-        gsid = learnt.get(sid)
-        surfaces.append(gsid if gsid is not None else (packer.surfs[sid], owner_hash(packer.surfs[sid])))
-    action_ids, action = np.unique(act[index], return_inverse=True)
-    edge_ids, edge = np.unique(edg[index], return_inverse=True)
-    action_list, edge_list = list(search.actions), search.edges
-    return Answer(src.astype(np.int32), surface.astype(np.int32), successor % search.span,
+    surface, action, edge = successor // search.span, act[index], edg[index]
+    surfs, labels, records = packer.surfs, list(search.actions), search.edges
+    new_surfaces = [(sid, surfs[sid], owner_hash(surfs[sid]))
+                    for sid in run.untold(0, distinct(surface), task.fresh)]
+    new_actions = [(number, labels[number]) for number in run.untold(1, distinct(action), task.fresh)]
+    new_edges = [(number, records[number]) for number in run.untold(2, distinct(edge), task.fresh)]
+    return Answer(search.token, src.astype(np.int32), surface.astype(np.int32), successor % search.span,
                   ds[index].astype(np.int16), dt[index].astype(np.int16), dg[index].astype(np.int16),
-                  action.astype(np.int32), edge.astype(np.int32), surfaces,
-                  [action_list[i] for i in action_ids.tolist()], [edge_list[i] for i in edge_ids.tolist()], runs)
-
+                  action, edge, new_surfaces, new_actions, new_edges, runs)
