@@ -1,6 +1,4 @@
 """``python -m surfacecheck`` runs the command-line interface."""
-import sys
+from .cli import entry
 
-from .cli import main
-
-sys.exit(main())
+entry()

@@ -275,6 +275,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def entry() -> None:
+    """The console script and ``python -m surfacecheck``: :func:`main`, then the process ends with its code (a
+    command that built a large heap leaves without freeing it, :mod:`surfacecheck.core.exit`)."""
+    from .core.exit import leave
+
+    leave(main())
+
+
 def _on_sigterm():
     """Make SIGTERM raise :class:`Terminated` (main thread only); the previous handler, to restore."""
     import threading

@@ -105,6 +105,8 @@ def main(args) -> int:
         return _usage(args, "--window must be at least 10 tokens")
     if cluster.wanted(args) and (args.oracle or args.cache):
         return _usage(args, "--oracle and --cache run in this process only; drop them or drop --workers/--scheduler")
+    from surfacecheck.core.exit import without_teardown
+
     from .oracle import Settings
     from .run import run_explore
 
@@ -127,6 +129,7 @@ def main(args) -> int:
         if bar:
             bar.close()
     print(json.dumps(report, indent=2) if args.json else human(report))
+    without_teardown()  # the graph is freed by the process's end, not object by object
     return report["exit_code"]
 
 
