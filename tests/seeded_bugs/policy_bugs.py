@@ -20,6 +20,15 @@ class RetryWithoutProgress(Engine):
         return not aborted
 
 
+class ThresholdInclusive(Engine):
+    """The pressure listener treats a total *on* the threshold as below it (`<=` for `<`, spec 9.2): found only
+    when a total lands exactly on the threshold (the policy machine's boundary rule puts it there)."""
+
+    @staticmethod
+    def below_threshold(total, threshold):
+        return total <= threshold
+
+
 class RetriesUncounted(Engine):
     """A granted overflow retry is never counted, so `maxOverflowRetries` never stops recovery (spec 10.2)."""
 
@@ -73,6 +82,8 @@ def _runtime(name: str, engine: type[Engine] = Engine, **attrs) -> type[Embedded
 BUGS = {
     "retry-without-progress": ("policy", "spec 10.2; seed §12 (S12)", "overflow retry granted without progress",
                                _runtime("retry-without-progress", RetryWithoutProgress)),
+    "threshold-inclusive": ("policy", "spec 9.2 (`total < threshold`)", "a total on the threshold counts as below it",
+                            _runtime("threshold-inclusive", ThresholdInclusive)),
     "overflow-retries-uncounted": ("policy", "spec 10.2 (maxOverflowRetries)", "granted retries are never counted",
                                    _runtime("overflow-retries-uncounted", RetriesUncounted)),
     "unbalanced-range": ("policy", "spec 7 step 4; seed §7", "the selected range may end at an unbalanced cut",

@@ -149,6 +149,16 @@ class LockstepMachine(RuleBasedStateMachine):
     def surface(self) -> list[int]:
         return list(self.ask("surface").get("nodes", []))
 
+    def total(self) -> int | None:
+        """The meter's total after the last step (spec 4.3), None when the meter refuses."""
+        measure = self.ask("measure")
+        return None if "error" in measure else measure.get("total")
+
+    def landed(self, boundary: str) -> None:
+        """Count a boundary case reached exactly (listed with the operations: ``boundary <name>``)."""
+        key = f"boundary {boundary}"
+        self.context.operations[key] = self.context.operations.get(key, 0) + 1
+
     def prices(self) -> list[int] | None:
         measure = self.ask("measure")
         return None if "error" in measure else list(measure["prices"])

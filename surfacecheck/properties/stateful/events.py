@@ -9,6 +9,8 @@ shadow price (spec 5.1).
 """
 from __future__ import annotations
 
+import functools
+
 from hypothesis import strategies as st
 
 from surfacecheck.model.runtime_context import CLEARED, CONTEXT_HEADER, RUNTIME_CONTEXT_SOURCE
@@ -29,6 +31,30 @@ any_texts = WordTexts(SHORT, LONG)
 def user_message(text: str, ident: str, source: dict | None = None) -> dict:
     return {"type": "user/message", "data": {"id": ident, "role": "user", "content": [{"type": "text", "text": text}],
                                              "source": source or {"kind": "user"}}, "surfaceOp": "append"}
+
+
+def prompt_price(text: str) -> int:
+    """What the model's meter prices a user/message of ``text`` at (spec 4.1: ceil(chars / 4) + the block and role
+    overheads)."""
+    from surfacecheck.model.event import Event
+    from surfacecheck.model.meter import node_price
+
+    return node_price(Event.from_json({**user_message(text, "priced"), "seq": 0, "time": 0}))
+
+
+@functools.cache
+def least_prompt_price() -> int:
+    """The price of an empty prompt: the least a user/message adds to the total."""
+    return prompt_price("")
+
+
+def priced_user_text(tokens: int) -> str | None:
+    """A prompt's text such that its user/message node is priced exactly ``tokens``; None below the price of an
+    empty prompt."""
+    if tokens < least_prompt_price():
+        return None
+    text = "p" * (4 * (tokens - least_prompt_price()))
+    return text if prompt_price(text) == tokens else None
 
 
 def assistant_message(turn: int, step: int, ident: str, text: str | None, call_ids: list[str],
