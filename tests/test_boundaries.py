@@ -71,7 +71,7 @@ def threshold_inclusive_dsh(tmp_path_factory) -> Path:
 
 def _verify_policy(spec: str, tmp_path: Path) -> dict:
     done = subprocess.run([sys.executable, "-m", "surfacecheck", "verify", "--runtime", spec, "--level", "policy",
-                           "--profile", "ci", "--json", "--trace-dir", str(tmp_path)],
+                           "--profile", "ci", "--json", "--no-save", "--trace-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     return json.loads(done.stdout)
