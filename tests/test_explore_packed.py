@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from surfacecheck.explore import bfs, packed
+from surfacecheck.explore import bfs, layout, packed
 from surfacecheck.explore.stage import CONTROL_BOUNDS
 from surfacecheck.explore.variants import CORRECT, VARIANTS
 from surfacecheck.explore.world import Bounds, World
 
 CODES = ("U", "V", "A", "T1", "T2", "R", "S", "p", "K", "KB", "cX", "cY", "c0", "N")
-cores = st.tuples(st.sampled_from(packed.PHASES), st.sampled_from(packed.PENDS),
+cores = st.tuples(st.sampled_from(layout.PHASES), st.sampled_from(layout.PENDS),
                   st.lists(st.sampled_from(CODES), max_size=12).map(tuple), st.integers(-2, 40),
-                  st.sampled_from(packed.CONTEXTS), st.integers(0, packed.RETRIES_RADIX - 1), st.booleans(),
+                  st.sampled_from(layout.CONTEXTS), st.integers(0, layout.RETRIES_RADIX - 1), st.booleans(),
                   st.booleans())
 
 

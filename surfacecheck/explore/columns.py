@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .layout import CONTEXTS, PENDS, PHASES, RET_RADIX, RETRIES_RADIX, S_CTX, S_PEND, S_RET, S_RETRIES, S_ROUTED, \
-    S_SEEN
+from .layout import CONTEXTS, RET_RADIX, S_CTX, S_RET, S_ROUTED, fields_of
 
 
 @dataclass(frozen=True)
@@ -61,46 +60,48 @@ class Columns:
 
 def state(c: Columns, index: int) -> tuple:
     """State ``index`` as the search in one process holds it (:data:`.world.PHASE` ... ``GEN``)."""
-    rest = int(c.rest[index])
-    return (PHASES[rest % S_PEND], PENDS[rest // S_PEND % len(PENDS)], c.surfaces[int(c.gsid[index])],
-            rest // S_RET % RET_RADIX - 2, CONTEXTS[rest // S_CTX % len(CONTEXTS)],
-            rest // S_RETRIES % RETRIES_RADIX, bool(rest // S_SEEN % 2), bool(rest // S_ROUTED % 2),
-            int(c.events[index]), int(c.calls[index]), int(c.comps[index]), int(c.seq[index]),
-            int(c.turn[index]), int(c.gen[index]))
+    f = fields_of(int(c.rest[index]))
+    return (f[0], f[1], c.surfaces[int(c.gsid[index])], f[2], f[3], f[4], f[5], f[6], int(c.events[index]),
+            int(c.calls[index]), int(c.comps[index]), int(c.seq[index]), int(c.turn[index]), int(c.gen[index]))
 
 
-class States(Sequence):
-    """The states as a read-only list of tuples, each made when read."""
+class _Rows(Sequence):
+    """A read-only list over the columns, each row made when read (:meth:`row`)."""
 
     def __init__(self, columns: Columns):
         self.columns = columns
 
-    def __len__(self) -> int:
-        return self.columns.gsid.size
+    def row(self, index: int):
+        raise NotImplementedError
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return [state(self.columns, i) for i in range(*index.indices(len(self)))]
+            return [self.row(i) for i in range(*index.indices(len(self)))]
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
+        return self.row(index)
+
+
+class States(_Rows):
+    """The states as tuples."""
+
+    def __len__(self) -> int:
+        return self.columns.gsid.size
+
+    def row(self, index: int) -> tuple:
         return state(self.columns, index)
 
 
-class Edges(Sequence):
-    """The edges as a read-only list of ``(src, dst, action, edge record)``, each made when read."""
-
-    def __init__(self, columns: Columns):
-        self.columns = columns
+class Edges(_Rows):
+    """The edges as ``(src, dst, action, edge record)``."""
 
     def __len__(self) -> int:
         return self.columns.src.size
 
-    def __getitem__(self, index):
+    def row(self, index: int) -> tuple:
         c = self.columns
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
         return int(c.src[index]), int(c.dst[index]), c.actions[c.action[index]], c.records[c.record[index]]
 
     def __iter__(self):

@@ -19,3 +19,14 @@ S_SEEN = S_RETRIES * RETRIES_RADIX
 S_ROUTED = S_SEEN * 2
 S_RET = S_ROUTED * 2
 S_SURF = S_RET * RET_RADIX
+
+
+def fields_of(rest: int) -> tuple:
+    """The fields of a packed core but its surface: (phase, pend, ret, ctx, retries, seen, routed)."""
+    rest, phase = divmod(rest, S_PEND)
+    rest, pend = divmod(rest, len(PENDS))
+    rest, ctx = divmod(rest, len(CONTEXTS))
+    rest, retries = divmod(rest, RETRIES_RADIX)
+    rest, seen = divmod(rest, 2)
+    ret, routed = divmod(rest, 2)
+    return PHASES[phase], PENDS[pend], ret - 2, CONTEXTS[ctx], retries, bool(seen), bool(routed)

@@ -32,8 +32,8 @@ differs (one integer addition per edge instead of a core tuple hashed per move).
 """
 from __future__ import annotations
 
-from .layout import (_CTX, _PEND, _PHASE, CONTEXTS, PENDS, PHASES, RET_RADIX, RETRIES_RADIX, S_CTX, S_PEND, S_RET,
-                     S_RETRIES, S_ROUTED, S_SEEN, S_SURF)
+from .layout import (_CTX, _PEND, _PHASE, CONTEXTS, RET_RADIX, RETRIES_RADIX, S_CTX, S_PEND, S_RET,
+                     S_RETRIES, S_ROUTED, S_SEEN, S_SURF, fields_of)
 from .templates import Templates
 from .world import _CONTEXT_MOVES, _PROMPT_MOVES, _RESULT_MOVES, World
 
@@ -86,14 +86,7 @@ class Packer:
 
     def decode(self, packed: int) -> tuple:
         """The fields of a core but its surface: (phase, pend, ret, ctx, retries, seen, routed)."""
-        rest, phase = divmod(packed, S_PEND)
-        rest, pend = divmod(rest, len(PENDS))
-        rest, ctx = divmod(rest, len(CONTEXTS))
-        rest, retries = divmod(rest, RETRIES_RADIX)
-        rest, seen = divmod(rest, 2)
-        ret, routed = divmod(rest, 2)
-        found = self.fields[packed] = (PHASES[phase], PENDS[pend], ret - 2, CONTEXTS[ctx], retries, bool(seen),
-                                      bool(routed))
+        found = self.fields[packed] = fields_of(packed)
         return found
 
     # -- the moves of a core, as its groups' relative lists ------------------------------------------

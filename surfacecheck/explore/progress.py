@@ -69,15 +69,16 @@ def compaction_loops(exp: Exploration) -> ProgressFinding | None:
 def _least_per_arc(exp: Exploration, candidates: np.ndarray, first=None) -> tuple[list, list, list]:
     """Per arc (source-target pair) among the ``candidates`` edges, the one with the least ``first`` (when
     given), then the least action label, then the earliest; the arcs in the order of their first candidate."""
+    if not candidates.size:
+        return [], [], []
     src_at, dst_at = endpoints(exp)
     src, dst = src_at[candidates], dst_at[candidates]
     pair = src * len(exp.states) + dst
     keys = (candidates, label_ranks(exp)[candidates]) + (() if first is None else (first,)) + (pair,)
     order = np.lexsort(keys)
     grouped = pair[order]
-    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if grouped.size else grouped
-    chosen = order[starts][np.argsort(np.minimum.reduceat(candidates[order], starts), kind="stable")] \
-        if grouped.size else grouped
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
+    chosen = order[starts][np.argsort(np.minimum.reduceat(candidates[order], starts), kind="stable")]
     return src[chosen].tolist(), dst[chosen].tolist(), candidates[chosen].tolist()
 
 
