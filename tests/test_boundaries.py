@@ -1,11 +1,11 @@
-"""Boundaries drawn on purpose: the policy machine puts the pressure total one below, on and one above the
-threshold (spec 9.2: below is ``total < threshold``) before the pressure listener runs.
+"""Boundaries drawn on purpose (``properties/stateful/boundaries.py``): the policy machine lands the pressure total
+on the threshold (spec 9.2), a tool result's code points on the pruner's `thresholdChars` (6), the tail's prices on
+`retainTokens` (7) and a summary's framed price on the span's (8.2 step 10), one below, on and one above.
 
-Random prompts almost never land a total exactly on the threshold, so a comparison moved by one (``<=`` for
-``<``) changes behaviour in no example the generators drew: measured on this machine, the ``ci`` policy level
-passes such a runtime without the boundary rule. Here: the three cases are reached at the ``ci`` profile, the
-correct runtime passes, and the runtime with the comparison flipped (the seeded bug ``threshold-inclusive``,
-``tests/seeded_bugs/policy_bugs.py``) is caught with a short trace.
+Random generation almost never lands a quantity exactly on its limit, so a comparison moved by one changes
+behaviour in no example it draws. Here, per boundary: the three cases are reached at the ``ci`` profile, the
+correct runtime passes, the embedded runtime with that comparison moved (a seeded bug,
+``tests/seeded_bugs/policy_bugs.py``) is caught, and so is a copy of dsh's tree with that one line moved.
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from surfacecheck.properties.stateful import events as ev
-from surfacecheck.properties.stateful.policy import BOUNDARY_OFFSETS
+from surfacecheck.properties.stateful.boundaries import OFFSETS as BOUNDARY_OFFSETS
+from surfacecheck.properties.stateful.boundaries import code_point_text, framed_price, shrink_text
 from seeded_bugs import BUGS
 from surfacecheck.runtime.embedded import EmbeddedRuntime
 from surfacecheck.runtime.model_runtime import ModelRuntime
@@ -36,36 +37,71 @@ def test_a_prompt_is_priced_exactly_as_asked(tokens):
         assert ev.prompt_price(text) == tokens
 
 
-def test_the_threshold_is_reached_one_below_on_and_one_above_at_the_ci_profile():
-    result = run_level(EmbeddedRuntime(), ModelRuntime(), "policy", "ci", CI_SEED)
-    assert result.violation is None and result.unavailable is None
-    for offset in BOUNDARY_OFFSETS:
-        assert result.operations.get(f"boundary pressure threshold {offset:+d}", 0) >= 1, result.operations
-
-
-def test_a_threshold_comparison_moved_by_one_is_caught_at_the_ci_profile():
-    result = run_level(BUGS["threshold-inclusive"].runtime(), ModelRuntime(), "policy", "ci", CI_SEED)
-    assert result.violation is not None and result.violation.property == "lockstep-result"
-    labels = [step.label for step in result.trace_steps]
-    assert any("threshold +0" in label for label in labels), labels
-
-
-PRESSURE_FILE = "@deepseek-ai/dsh-compaction-basic/lib/index.js"
-PRESSURE_LINE = "\t\tif (measurement.totalTokens < spec.thresholdTokens) return null;\n\t\tif (prune !== void 0)"
+BOUNDARIES = {
+    # name: (operations counted, the seeded bug that moves its comparison by one, what the bug's trace ends on)
+    "pressure threshold": ("threshold-inclusive", "threshold +0"),
+    "prune threshold": ("prune-threshold-exclusive", "threshold +0 chars"),
+    "retention budget": ("retention-budget-exclusive", "priced +0"),
+    "shrink rule": ("shrink-rule-inclusive", "shadowed price +0"),
+}
 
 
 @pytest.fixture(scope="module")
-def threshold_inclusive_dsh(tmp_path_factory) -> Path:
-    """A copy of dsh's pinned node_modules whose pressure listener treats a total on the threshold as below it
-    (the first of its `totalTokens < thresholdTokens` checks made `<=`; the installed cache is untouched)."""
+def ci_policy_run():
+    result = run_level(EmbeddedRuntime(), ModelRuntime(), "policy", "ci", CI_SEED)
+    assert result.violation is None and result.unavailable is None
+    return result
+
+
+@pytest.mark.parametrize("boundary", sorted(BOUNDARIES))
+def test_each_boundary_is_reached_one_below_on_and_one_above_at_the_ci_profile(ci_policy_run, boundary):
+    for offset in BOUNDARY_OFFSETS:
+        assert ci_policy_run.operations.get(f"boundary {boundary} {offset:+d}", 0) >= 1, ci_policy_run.operations
+
+
+@pytest.mark.parametrize("boundary", sorted(BOUNDARIES))
+def test_a_comparison_moved_by_one_is_caught_at_the_ci_profile(boundary):
+    bug, ends_on = BOUNDARIES[boundary]
+    result = run_level(BUGS[bug].runtime(), ModelRuntime(), "policy", "ci", CI_SEED)
+    assert result.violation is not None and result.violation.property.startswith("lockstep-"), bug
+    labels = [step.label for step in result.trace_steps]
+    assert ends_on is None or any(ends_on in label for label in labels), labels
+
+
+def test_a_text_is_measured_in_code_points_not_utf16_units():
+    for points in (0, 1, 7, 200, 201):
+        text = code_point_text(points)
+        assert len(text) == points and len(text.encode("utf-16-le")) // 2 > points or points < 4
+
+
+@given(st.integers(0, 3000), st.sampled_from(BOUNDARY_OFFSETS))
+def test_a_summary_is_framed_exactly_at_the_price_asked(shadowed, offset):
+    text = shrink_text(shadowed, offset)
+    assert text is None or framed_price(text) == shadowed + offset
+
+
+PATCHES = {
+    # boundary: (bundle, dsh's line, the same line moved by one)
+    "pressure threshold": ("@deepseek-ai/dsh-compaction-basic/lib/index.js",
+                           "\t\tif (measurement.totalTokens < spec.thresholdTokens) return null;\n\t\tif (prune !== void 0)",
+                           " < ", " <= "),
+    "prune threshold": ("@deepseek-ai/dsh-compaction-tool-result-pruner/lib/index.js",
+                        "if (totalChars <= this.config.thresholdChars) return null;", " <= ", " < "),
+    "retention budget": ("@deepseek-ai/dsh-compaction-basic/lib/index.js",
+                         "if (accumulated >= retainTokens) break;", " >= ", " > "),
+    "shrink rule": ("@deepseek-ai/dsh-compaction-basic/lib/index.js",
+                    "if (framedSummaryTokenCount >= prepared.shadowedTokenCount) throw", " >= ", " > "),
+}
+
+
+@pytest.fixture(scope="module")
+def dsh_copy(tmp_path_factory) -> Path:
+    """One copy of dsh's pinned node_modules (the installed cache is untouched); each test patches one line of it
+    and puts it back."""
     from surfacecheck.runtime import dsh
 
-    root = tmp_path_factory.mktemp("dsh-threshold") / "node_modules"
+    root = tmp_path_factory.mktemp("dsh-boundaries") / "node_modules"
     shutil.copytree(dsh.ensure_installed(), root, symlinks=False)
-    target = root / PRESSURE_FILE
-    text = target.read_text()
-    assert text.count(PRESSURE_LINE) == 1
-    target.write_text(text.replace(PRESSURE_LINE, PRESSURE_LINE.replace(" < ", " <= ")))
     return root
 
 
@@ -78,9 +114,16 @@ def _verify_policy(spec: str, tmp_path: Path) -> dict:
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="dsh's code runs in Node")
-def test_dsh_with_its_threshold_comparison_moved_by_one_is_caught(threshold_inclusive_dsh, tmp_path):
-    report = _verify_policy(f"dsh:{threshold_inclusive_dsh}", tmp_path)
+@pytest.mark.parametrize("boundary", sorted(PATCHES))
+def test_dsh_with_one_comparison_moved_by_one_is_caught(dsh_copy, boundary, tmp_path):
+    bundle, line, old, new = PATCHES[boundary]
+    target = dsh_copy / bundle
+    text = target.read_text()
+    assert text.count(line) == 1, f"dsh's {bundle} no longer has {line!r}"
+    target.write_text(text.replace(line, line.replace(old, new, 1)))
+    try:
+        report = _verify_policy(f"dsh:{dsh_copy}", tmp_path)
+    finally:
+        target.write_text(text)
     (level,) = report["levels"]
-    assert report["exit_code"] == 1 and level["violation"]["property"] == "lockstep-result", report
-    assert "threshold +0" in level["violation"]["message"] or any(
-        "threshold +0" in line for line in Path(report["traces"][0]).read_text().splitlines()[-3:])
+    assert report["exit_code"] == 1 and level["violation"]["property"].startswith("lockstep-"), report

@@ -49,6 +49,8 @@ class Skewed:
     ("projection", lambda r: {**r, "usage": None} if "usage" in r else r, "lockstep-usage"),
     ("projection", lambda r: {**r, "breakdown": {**r["breakdown"], "systemTokens": 1}} if r.get("breakdown") else r,
      "lockstep-breakdown"),
+    ("projection", lambda r: {**r, "pressure": {**r["pressure"], "contextWindow": 7}} if "pressure" in r else r,
+     "lockstep-pressure"),
 ])
 def test_lockstep_names_the_first_divergence(op, bend, prop):
     lockstep = Lockstep(Skewed(op, bend), open_runtime("model"))

@@ -229,6 +229,13 @@ def breakdown_requested(args: dict) -> bool:
     return _flag(args, "breakdown")
 
 
+def pressure_requested(args: dict) -> bool:
+    """``projection``'s optional ``pressure: true``: also answer the `contextPressure` occupancy (spec 5.2: the
+    newest usage sample's prompt-side tokens, the newest `request/context` window, and the sample re-projected by
+    the claim-fold total since it was taken)."""
+    return _flag(args, "pressure")
+
+
 def snapshot_id(seq: int) -> str:
     """The id of a runtime-context snapshot entered at ``seq`` (dsh mints a UUID; the protocol fixes this one)."""
     return f"runtime-context-{seq}"

@@ -19,14 +19,15 @@ from surfacecheck.model.errors import ModelError
 from surfacecheck.model.event import Event
 from surfacecheck.model.meter import MeterState, measure_state
 from surfacecheck.model.pairing import Cuts
-from surfacecheck.model.projection import ContextBreakdown, SurfaceProjection, TokenUsage, fold_breakdown
+from surfacecheck.model.projection import (ContextBreakdown, ContextPressure, SurfaceProjection, TokenUsage,
+                                          fold_breakdown, fold_pressure)
 from surfacecheck.model.runtime_context import NEVER, fold_retained
 from surfacecheck.model.seams import active
 from surfacecheck.model.session import Session, append
 
 from ..core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
 from .storage import storage_ops
-from .codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
+from .codec import breakdown_requested, event_kwargs, events_from, pressure_requested, refusal, usage_requested
 
 
 class ModelRuntime:
@@ -74,6 +75,7 @@ class ModelRuntime:
         self.projection_error: ModelError | None = None
         self.usage: TokenUsage | None = TokenUsage()  # `tokenUsage` (spec 5.2); None once its fold threw
         self.breakdown: ContextBreakdown | None = ContextBreakdown()  # `contextBreakdown` (spec 5.2); as usage
+        self.pressure: ContextPressure | None = ContextPressure()  # `contextPressure` (spec 5.2); as usage
         self.cuts: Cuts | None = None
         self._cuts_failure: tuple | None = None  # (surface, cuts, refresh, error) of the last refresh that threw
         self.retained = NEVER  # the runtime-context projection's state (spec 12), live rule per event
@@ -109,6 +111,11 @@ class ModelRuntime:
                 self.breakdown = fold_breakdown(self.breakdown, event)
             except _FOLD_ERRORS:
                 self.breakdown = None
+        if self.pressure is not None:
+            try:
+                self.pressure = fold_pressure(self.pressure, event)
+            except _FOLD_ERRORS:
+                self.pressure = None
         self.retained = fold_retained(self.retained, event)
         if self.level_state is not None:
             self.level_state.observe(event)
@@ -175,8 +182,8 @@ class ModelRuntime:
 
     def _projection(self, args: dict) -> dict:
         """The O(1) surface projection total (spec 5.1); null once its claim fold has thrown. With
-        ``usage: true`` also the cumulative `tokenUsage`, with ``breakdown: true`` the `contextBreakdown` (spec
-        5.2; each null once its fold threw)."""
+        ``usage: true`` also the cumulative `tokenUsage`, with ``breakdown: true`` the `contextBreakdown`, with
+        ``pressure: true`` the `contextPressure` view (spec 5.2; each null once its fold threw)."""
         with_usage, with_breakdown = usage_requested(args), breakdown_requested(args)
         if self.projection_error is not None:
             reply = {"total": None, **refusal(self.projection_error)}
@@ -191,6 +198,11 @@ class ModelRuntime:
             b = self.breakdown
             reply["breakdown"] = None if b is None else {
                 "systemTokens": b.system_tokens, "toolsTokens": b.tools_tokens, "messageTokens": b.message_tokens}
+        if pressure_requested(args):
+            p = self.pressure
+            reply["pressure"] = None if p is None else {key: value for key, value in (
+                ("contextWindow", p.context_window), ("pressureTokens", p.pressure_tokens),
+                ("projectedTokens", p.projected_tokens)) if value is not None}
         return reply
 
 

@@ -95,7 +95,8 @@ def _after_turn() -> list[tuple[str, dict]]:
         ("manual_compact", {"summary": {"outcome": "text", "text": "Summary: files read."}}),
         ("manual_compact", {"summary": {"outcome": "text", "ratio": 2.0}}),
         ("reload", {}),
-        ("surface", {}), ("cuts", {}), ("measure", {}), ("projection", {"usage": True, "breakdown": True}),
+        ("surface", {}), ("cuts", {}), ("measure", {}),
+        ("projection", {"usage": True, "breakdown": True, "pressure": True}),
         ("events", {"from": 20}),
         ("compact", {"start": 27, "end": 11, "manual": True}),
         # a second turn's first step: the claimed prompt, then the runtime-context snapshot (spec 13, D9)

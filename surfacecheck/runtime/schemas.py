@@ -62,6 +62,10 @@ CONTEXT_BREAKDOWN = {"oneOf": [{"type": "null"}, {"type": "object", "additionalP
     "systemTokens", "toolsTokens", "messageTokens"], "properties": {
     k: {"type": "integer"} for k in ("systemTokens", "toolsTokens", "messageTokens")}}]}
 """`projection {breakdown: true}`: the `contextBreakdown` composition (spec 5.2), null once that fold is stuck."""
+CONTEXT_PRESSURE = {"oneOf": [{"type": "null"}, {"type": "object", "additionalProperties": False, "properties": {
+    k: {"type": "number"} for k in ("contextWindow", "pressureTokens", "projectedTokens")}}]}
+"""`projection {pressure: true}`: the `contextPressure` view (spec 5.2), each figure absent until known, null once
+that fold is stuck."""
 RUN_ARGS = {"summaries": SUMMARIES, "summary": {"oneOf": [{"type": "null"}, SUMMARY]}, "faults": FAULTS}
 
 
@@ -76,7 +80,8 @@ def _refusable(schema: dict) -> dict:
 ARGS: dict[str, dict] = {
     "hello": _obj(), "bench": _obj(("sizes",), True, sizes={"type": "array", "items": NAT}, appends=NAT),
     "reset": _obj(), "append": _obj(("event",), event=EVENT), "surface": _obj(), "cuts": _obj(),
-    "measure": _obj(), "projection": _obj(usage={"type": "boolean"}, breakdown={"type": "boolean"}),
+    "measure": _obj(),
+    "projection": _obj(usage={"type": "boolean"}, breakdown={"type": "boolean"}, pressure={"type": "boolean"}),
     "events": _obj(**{"from": NAT}),
     "select_range": _obj(("retain_tokens",), retain_tokens=NAT),
     "prune": _obj(pruner={"type": ["object", "null"]}, **RUN_ARGS),
@@ -112,9 +117,10 @@ RESULTS: dict[str, dict] = {
     "measure": _refusable(_obj(("total", "prices"), True, total=NAT, prices={"type": "array", "items": NAT},
                                surface_tokens=INT, baseline=_obj(("kind", "tokens"), kind={"enum": [
                                    "usage", "estimated", "none"]}, tokens=INT))),
-    "projection": {"oneOf": [_obj(("total",), total=INT, usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN),
+    "projection": {"oneOf": [_obj(("total",), total=INT, usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN,
+                                  pressure=CONTEXT_PRESSURE),
                              _obj(("total", "error"), total={"type": "null"}, error=REFUSAL["properties"]["error"],
-                                  usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN)]},
+                                  usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN, pressure=CONTEXT_PRESSURE)]},
     "select_range": _refusable(_obj(("range",), range={"oneOf": [{"type": "null"}, _obj(
         ("start", "end"), start=NAT, end=NAT)]})),
     "prune": _refusable(_obj(("kind", "pruned", "failure", "generation", "appended"),

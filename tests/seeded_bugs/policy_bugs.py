@@ -6,10 +6,14 @@ for runtime context, its ``context_class`` hook.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+from surfacecheck.model.errors import CompactionError
 from surfacecheck.runtime.embedded import EmbeddedRuntime
-from surfacecheck.runtime.embedded.compaction import Compactor
+from surfacecheck.runtime.embedded.compaction import NO_FAULTS, Compactor
 from surfacecheck.runtime.embedded.context import ContextRetention
 from surfacecheck.runtime.embedded.policy import Engine
+from surfacecheck.runtime.embedded.transaction import Transaction
 
 
 class RetryWithoutProgress(Engine):
@@ -66,6 +70,50 @@ class RetentionIgnored(Engine):
         return TailOnlyRetention(self.rt)
 
 
+class PruneOnTheThreshold(Compactor):
+    def prune(self, config, faults=NO_FAULTS):
+        return super().prune(replace(config, threshold_chars=config.threshold_chars - 1), faults)
+
+
+class PruneThresholdExclusive(Engine):
+    """A tool result whose text is exactly `thresholdChars` code points is pruned (`<` for `<=`, spec 6 step 1):
+    found only when a result lands on the threshold (the policy machine's prune boundary rule puts it there)."""
+
+    def _compactor(self):
+        return PruneOnTheThreshold(self.rt)
+
+
+class BudgetStrictWalk(Compactor):
+    @staticmethod
+    def retention_index(prices, retain_tokens):
+        accumulated, keep = 0, len(prices)
+        for index in range(len(prices) - 1, -1, -1):
+            accumulated += prices[index]
+            keep = index
+            if accumulated > retain_tokens:
+                break
+        return keep
+
+
+class RetentionBudgetExclusive(Engine):
+    """The retention walk stops only past the budget (`>` for `>=`, spec 7 step 3), keeping one node more when the
+    tail's prices sum exactly to `retainTokens` (the retention boundary rule puts them there)."""
+
+    def _compactor(self):
+        return BudgetStrictWalk(self.rt)
+
+
+class ShrinkRuleInclusive(Transaction):
+    """A checkpoint priced exactly at the span it shadows is committed (`>` for `>=`, spec 8.2 step 10): found only
+    when a summary's framed price lands on the span's (the shrink boundary rule puts it there)."""
+
+    @staticmethod
+    def shrink_rule(framed, shadowed_tokens):
+        if framed > shadowed_tokens:
+            raise CompactionError(f"summary is not smaller than the shadowed content ({framed} estimated framed "
+                                  f"tokens >= {shadowed_tokens})")
+
+
 class ShadowingIgnored(ContextRetention):
     """A replacement citing the retained snapshot does not clear it, so a shadowed snapshot still counts as
     retained and is never re-emitted (spec 12 "Live": `retained = null` on a citing replacement; seed §14)."""
@@ -90,6 +138,15 @@ BUGS = {
                          _runtime("unbalanced-range", UnbalancedRange)),
     "retention-ignored": ("policy", "spec 7 step 3, 9.2; seed §6", "the retention walk ignores the retain budget",
                           _runtime("retention-ignored", RetentionIgnored)),
+    "prune-threshold-exclusive": ("policy", "spec 6 step 1 (`total <= thresholdChars`)",
+                                  "a result of exactly thresholdChars code points is pruned",
+                                  _runtime("prune-threshold-exclusive", PruneThresholdExclusive)),
+    "retention-budget-exclusive": ("policy", "spec 7 step 3 (`acc >= retainTokens`)",
+                                   "the retention walk passes a tail summing exactly to the budget",
+                                   _runtime("retention-budget-exclusive", RetentionBudgetExclusive)),
+    "shrink-rule-inclusive": ("policy", "spec 8.2 step 10 (`framed >= shadowed`)",
+                              "a checkpoint priced exactly at its span is committed",
+                              _runtime("shrink-rule-inclusive", transaction_class=ShrinkRuleInclusive)),
     "runtime-context-not-reemitted": ("policy", "spec 12 (live rule, one-request window); seed §14",
                                       "a snapshot shadowed by a replacement is never re-emitted",
                                       _runtime("runtime-context-not-reemitted", context_class=ShadowingIgnored)),

@@ -84,6 +84,8 @@ export function logOps(world) {
       if (typeof usage !== 'boolean') throw new ProtocolError('bad-args', 'usage is a boolean');
       const breakdown = args.breakdown ?? false;
       if (typeof breakdown !== 'boolean') throw new ProtocolError('bad-args', 'breakdown is a boolean');
+      const occupancy = args.pressure ?? false;
+      if (typeof occupancy !== 'boolean') throw new ProtocolError('bad-args', 'pressure is a boolean');
       const pressure = world.units.contextPressure;
       const reply = pressure.error ? { total: null, error: pressure.error } : { total: pressure.state.surfaceTokens };
       if (usage) {
@@ -96,6 +98,7 @@ export function logOps(world) {
         const b = world.units.contextBreakdown;
         reply.breakdown = b.error ? null : b.def.view(b.state);
       }
+      if (occupancy) reply.pressure = pressure.error ? null : pressure.def.view(pressure.state); // spec 5.2's view
       return reply;
     },
   };

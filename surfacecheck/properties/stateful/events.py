@@ -28,8 +28,20 @@ long_texts = WordTexts(LONG)
 any_texts = WordTexts(SHORT, LONG)
 
 
-def user_message(text: str, ident: str, source: dict | None = None) -> dict:
-    return {"type": "user/message", "data": {"id": ident, "role": "user", "content": [{"type": "text", "text": text}],
+def content_of(body: str | list) -> list[dict]:
+    """A message's content: a text alone, or already a list of blocks (text, image, reasoning)."""
+    return [{"type": "text", "text": body}] if isinstance(body, str) else list(body)
+
+
+def image_block(size: int) -> dict:
+    """An image attachment block as dsh's loop enters it (the corpus' shape); the estimator prices it by its JSON
+    (spec 4.1's default arm), the pruner keeps it in place (spec 6)."""
+    return {"type": "image", "attachment": {"attachmentId": f"sha256:{size:064x}", "mediaType": "image/png",
+                                            "width": 1, "height": 1, "bytes": size}}
+
+
+def user_message(text: str | list, ident: str, source: dict | None = None) -> dict:
+    return {"type": "user/message", "data": {"id": ident, "role": "user", "content": content_of(text),
                                              "source": source or {"kind": "user"}}, "surfaceOp": "append"}
 
 
@@ -58,8 +70,9 @@ def priced_user_text(tokens: int) -> str | None:
 
 
 def assistant_message(turn: int, step: int, ident: str, text: str | None, call_ids: list[str],
-                      usage: dict | None = None, model: str = MODELS[0]) -> dict:
-    content = [] if text is None else [{"type": "text", "text": text}]
+                      usage: dict | None = None, model: str = MODELS[0], reasoning: str | None = None) -> dict:
+    content = [] if reasoning is None else [{"type": "reasoning", "text": reasoning}]
+    content += [] if text is None else [{"type": "text", "text": text}]
     content += [{"type": "tool-call", "id": cid, "name": "read", "arguments": '{"path":"%s"}' % cid} for cid in call_ids]
     data = {"turn": turn, "step": step, "message": {
         "id": ident, "role": "assistant", "content": content,
@@ -74,10 +87,10 @@ def tool_call(turn: int, step: int, call_id: str) -> dict:
                                           "arguments": '{"path":"%s"}' % call_id}}
 
 
-def tool_result(turn: int, step: int, ident: str, call_id: str, text: str, call_seq: int) -> dict:
+def tool_result(turn: int, step: int, ident: str, call_id: str, text: str | list, call_seq: int) -> dict:
     return {"type": "tool/result", "data": {"turn": turn, "step": step, "message": {
         "id": ident, "role": "user", "source": {"kind": "tool", "callId": call_id},
-        "content": [{"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}],
+        "content": [{"type": "tool-result", "toolCallId": call_id, "content": content_of(text),
                      "isError": False}]}}, "surfaceOp": "append", "sourceEventSeqs": [call_seq]}
 
 
@@ -138,7 +151,50 @@ LOG_ONLY = (
 )
 
 usage_strategy = st.fixed_dictionaries({"inputTokens": st.integers(0, 3000), "outputTokens": st.integers(0, 200)},
-                                       optional={"cacheReadTokens": st.integers(0, 500)})
+                                       optional={"cacheReadTokens": st.integers(0, 500),
+                                                 "cacheWriteTokens": st.integers(0, 500)})
+"""Provider usage (spec 4.2, 5.2): every bucket the meter and the usage and pressure units read."""
+
+mixed_bodies = st.lists(st.one_of(any_texts, st.integers(1, 400).map(image_block)), min_size=2, max_size=4).filter(
+    lambda blocks: any(isinstance(block, str) for block in blocks)).map(
+    lambda blocks: [{"type": "text", "text": b} if isinstance(b, str) else b for b in blocks])
+"""A content list of several blocks, texts and images (at least one text): the pruner cuts across block edges and
+keeps images in place (spec 6); the estimator prices images by their JSON (spec 4.1)."""
+bodies = st.integers(0, 5).flatmap(lambda k: mixed_bodies if k == 0 else any_texts)
+"""A user prompt's or a tool result's content: mostly one text, sometimes several blocks."""
+
+WINDOWS = (None, 4000, 8000, 1000)
+"""`request/context.contextWindow`: None is a record without one (the adapter advertises none, spec 4.4)."""
+
+
+def request_context(window: int | None, model: str = MODELS[0]) -> dict:
+    """`request/context` (spec 4.4): log-only, read only by the `contextPressure` unit (spec 5.2)."""
+    data: dict = {"provider": PROVIDER, "model": model}
+    if window is not None:
+        data["contextWindow"] = window
+    return {"type": "request/context", "data": data}
+
+
+def chunk(turn: int, step: int, body: dict) -> dict:
+    """One `assistant/chunk` (log-only): a streamed piece of the step's provider output."""
+    return {"type": "assistant/chunk", "data": {"turn": turn, "step": step, "chunk": body}}
+
+
+def stream_chunks(text: str, reasoning: str | None, usage: dict | None, finish: str) -> list[dict]:
+    """What the loop logs while a response streams (the corpus' order): each block as start, deltas, end; then the
+    usage chunk, then finish. Priced by the meter only through an `assistant/message` citing them (spec 4.2)."""
+    bodies: list[dict] = []
+    blocks = ([("reasoning", reasoning)] if reasoning is not None else []) + [("text", text)]
+    for index, (kind, body) in enumerate(blocks):
+        half = len(body) // 2
+        bodies += [{"type": "block-start", "index": index, "blockType": kind},
+                   {"type": f"{kind}-delta", "index": index, "text": body[:half]},
+                   {"type": f"{kind}-delta", "index": index, "text": body[half:]},
+                   {"type": "block-end", "index": index, "block": {"type": kind, "text": body}}]
+    if usage is not None:
+        bodies.append({"type": "usage", "usage": usage})
+    bodies.append({"type": "finish", "reason": {"kind": finish}})
+    return bodies
 
 good_summaries = st.one_of(
     st.builds(lambda r: {"outcome": "text", "ratio": r}, st.sampled_from((0.05, 0.1, 0.2))),

@@ -21,12 +21,12 @@ from surfacecheck.properties.stateful.answers import Answers
 from surfacecheck.core.trace import Step, Violation
 
 STATE_QUERIES = ("surface", "cuts", "measure", "projection")
-OBSERVABILITY = ("projection", {"usage": True, "breakdown": True})
-"""The observability surfaces beside the pressure total (spec 5.2): the cumulative ``tokenUsage`` and the
-``contextBreakdown`` composition, compared after the state queries (``lockstep-usage``, ``lockstep-breakdown``).
-Without them, ``surfacecheck mutate``'s mutants of dsh's usage fold and of its breakdown unit survive the whole
-gate."""
-OBSERVED_PARTS = (("usage", "token usage"), ("breakdown", "context breakdown"))
+OBSERVABILITY = ("projection", {"usage": True, "breakdown": True, "pressure": True})
+"""The observability surfaces beside the pressure total (spec 5.2): the cumulative ``tokenUsage``, the
+``contextBreakdown`` composition and the ``contextPressure`` occupancy, compared after the state queries
+(``lockstep-usage``, ``lockstep-breakdown``, ``lockstep-pressure``). Without them, ``surfacecheck mutate``'s mutants
+of dsh's usage fold, its breakdown unit and its occupancy unit survive the whole gate."""
+OBSERVED_PARTS = (("usage", "token usage"), ("breakdown", "context breakdown"), ("pressure", "context pressure"))
 _OBSERVABILITY_KEY = f"{OBSERVABILITY[0]}:{sorted(OBSERVABILITY[1].items())!r}"  # StepQuery's keys for the two
 _USAGE_KEY = f"{OBSERVABILITY[0]}:{sorted({'usage': True}.items())!r}"
 
@@ -91,7 +91,7 @@ class StepQuery:
         if key not in self._cache:
             observability = self._cache.get(_OBSERVABILITY_KEY) if key == _USAGE_KEY else None
             self._cache[key] = call_runtime(self._runtime, op, args) if observability is None else \
-                {k: v for k, v in observability.items() if k != "breakdown"}  # the usage part of the answer compared
+                {k: v for k, v in observability.items() if k not in ("breakdown", "pressure")}  # the usage part
         return self._cache[key]
 
 

@@ -61,7 +61,7 @@ class LogMachine(LockstepMachine):
                         f"turn/end {self.turn}")
             self.turn_open = False
 
-    @rule(text=ev.any_texts)
+    @rule(text=ev.bodies)
     def user_message(self, text):
         self.append(ev.user_message(text, self.fresh("u")), "user/message: a prompt on the surface")
 
@@ -75,7 +75,34 @@ class LogMachine(LockstepMachine):
         self.answered = True
         return multiple(*ids)
 
-    @rule(call=consumes(open_calls), text=ev.any_texts)
+    @precondition(lambda self: self.step_open and not self.answered)
+    @rule(text=ev.texts, reasoning=st.one_of(st.none(), ev.texts), streamed=st.one_of(st.none(), ev.usage_strategy),
+          final=st.sampled_from(("same", "resampled", "none")), resample=ev.usage_strategy,
+          cites=st.sampled_from(("all", "all", "empty", "absent")),
+          finish=st.sampled_from(("stop", "stop", "max-tokens")))
+    def streamed_answer(self, text, reasoning, streamed, final, resample, cites, finish):
+        """The response streams as `assistant/chunk`s (blocks, a usage chunk, finish), then the `assistant/message`
+        citing them: the meter prices the provider output from the cited chunks (spec 4.2: all of them, an explicit
+        empty list for a known empty stream, none for a legacy message), the usage and pressure units take the
+        chunk's sample first and the message's as a resample of the same step (spec 5.2: equal changes nothing)."""
+        seqs = []
+        for body in ev.stream_chunks(text, reasoning, streamed, finish):
+            seq = self.append(ev.chunk(self.turn, self.step, body), f"assistant/chunk {body['type']}")
+            if seq is not None:
+                seqs.append(seq)
+        usage = {"same": streamed, "resampled": resample, "none": None}[final]
+        event = ev.assistant_message(self.turn, self.step, self.fresh("a"), text, [], usage, reasoning=reasoning)
+        if cites != "absent":
+            event["sourceEventSeqs"] = seqs if cites == "all" else []
+        self.append(event, f"assistant/message after the stream ({final} usage, {cites} chunks cited)")
+        self.answered = True
+
+    @rule(window=st.sampled_from(ev.WINDOWS), model=st.sampled_from(ev.MODELS))
+    def request_context(self, window, model):
+        """The loop records the route and capacity of a request (spec 4.4): read only by `contextPressure`."""
+        self.append(ev.request_context(window, model), f"request/context {model} window {window}")
+
+    @rule(call=consumes(open_calls), text=ev.bodies)
     def tool_result(self, call, text):
         turn, step = self.turn, self.step
         call_seq = self.append(ev.tool_call(turn, step, call), f"tool/call {call}")
@@ -83,7 +110,7 @@ class LogMachine(LockstepMachine):
             self.append(ev.tool_result(turn, step, self.fresh("r"), call, text, call_seq),
                         f"tool/result for {call} citing tool/call {call_seq}")
 
-    @rule(results=st.lists(ev.any_texts, min_size=1, max_size=3), text=st.one_of(st.none(), ev.texts),
+    @rule(results=st.lists(ev.bodies, min_size=1, max_size=3), text=st.one_of(st.none(), ev.texts),
           usage=st.one_of(st.none(), ev.usage_strategy))
     def tool_round(self, results, text, usage):
         """One whole step of the agent loop: step/start, an assistant tool-call message, every call and its

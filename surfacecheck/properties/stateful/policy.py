@@ -13,14 +13,10 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from surfacecheck.model.config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
-from surfacecheck.model.errors import ModelError
 
 from . import events as ev
+from .boundaries import Boundaries
 from .log import LogMachine
-
-BOUNDARY_OFFSETS = (-1, 0, 1)
-"""Where a boundary rule puts a quantity: one below its limit, on it, one above."""
 
 policies = st.builds(
     lambda ratio, retain, retries, overflow, prune, auto: {
@@ -60,7 +56,7 @@ config_probes = st.fixed_dictionaries({}, optional={
 })
 
 
-class PolicyMachine(LogMachine):
+class PolicyMachine(Boundaries, LogMachine):
     level = "policy"
 
     @initialize(policy=policies, window=st.integers(200, 1200), routed=st.booleans(), queue=st.booleans(),
@@ -84,41 +80,6 @@ class PolicyMachine(LogMachine):
                          f"configure a probed policy {policy}")
         if "error" not in result:
             self.policy = policy
-
-    def threshold(self) -> int | None:
-        """The pressure threshold in tokens for the routed target (spec 9.1: floor(window × ratio) of the
-        target's policy), as the model resolves it; None when nothing is routed or the policy is refused."""
-        headers = [self.events[seq] for seq in sorted(self.events) if self.events[seq].get("type") == "request/header"]
-        config = (((headers[-1].get("data") or {}).get("header") or {}).get("config") or {}) if headers else {}
-        if not (config.get("provider") and config.get("model")):
-            return None
-        try:
-            compaction = RuntimePolicy.from_json(self.policy).compaction
-            target = resolve_target_policy(compaction, config["provider"], config["model"])
-            return resolve_compact_spec(target, self.window).threshold_tokens
-        except ModelError:
-            return None
-
-    def room_below_threshold(self) -> int | None:
-        """Tokens the total can still grow before it reaches the threshold (None: no threshold or no total)."""
-        threshold, total = self.threshold(), self.total()
-        return None if threshold is None or total is None else threshold - total
-
-    @precondition(lambda self: (self.room_below_threshold() or 0) - 1 >= ev.least_prompt_price())
-    @rule(offset=st.sampled_from(BOUNDARY_OFFSETS))
-    def pressure_on_the_threshold(self, offset):
-        """Spec 9.2 compares the total with the threshold (below is `total < threshold`): a prompt priced so the
-        total lands one below, on, or one above it, then the pressure listener. Prompts drawn at random almost
-        never land there, and a comparison moved by one (`<=` for `<`) changes what happens only there."""
-        threshold, total = self.threshold(), self.total()
-        text = None if threshold is None or total is None else ev.priced_user_text(threshold + offset - total)
-        if text is None:
-            return
-        self.append(ev.user_message(text, self.fresh("u")), f"user/message priced to put the total at the "
-                                                            f"threshold {offset:+d}")
-        if self.total() == threshold + offset:
-            self.landed(f"pressure threshold {offset:+d}")
-        self.do("pre_step", {}, f"agent/pre-step at the threshold {offset:+d} (compactIfNeeded 'pressure')")
 
     @rule(scripts=st.one_of(st.none(), st.lists(ev.summary_scripts, min_size=1, max_size=3)))
     def pre_step(self, scripts):

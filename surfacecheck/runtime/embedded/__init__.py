@@ -21,6 +21,7 @@ module               structure                                                  
 ``projection``       O(1) shadow-price projection: running total + at most one claim        5.1
 ``usage``            `tokenUsage`: four billing buckets + the last (turn, step) sample        5.2
 ``breakdown``        `contextBreakdown`: the last header's system and tools prices          5.2
+``occupancy``        `contextPressure`: the last window, the newest sample and its total      5.2
 ``tracker``          open turn, unmatched compaction/start, latest end-seed, latest header  8.1, 4.4
 ``compaction``       range selection, region validation, tool-result pruner                 6, 7, 8.1
 ``transaction``      the locked compaction transaction                                      8

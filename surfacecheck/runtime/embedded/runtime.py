@@ -13,7 +13,7 @@ from surfacecheck.model.errors import ModelError
 
 from ...core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
 from ..storage import storage_ops
-from ..codec import breakdown_requested, event_kwargs, events_from, refusal, usage_requested
+from ..codec import breakdown_requested, event_kwargs, events_from, pressure_requested, refusal, usage_requested
 from .compaction import Compactor
 from .context import ContextRetention
 from .meter import IncrementalMeter
@@ -24,6 +24,7 @@ from .session import EmbeddedSession
 from .tracker import LogTracker
 from .transaction import Transaction
 from .breakdown import Composition
+from .occupancy import Occupancy
 from .usage import UsageTotals
 
 FOLD_ERRORS = (ModelError, KeyError, TypeError, IndexError, AttributeError)
@@ -102,6 +103,7 @@ class EmbeddedRuntime:
         self.context = self.context_class()
         self.usage = UsageTotals()
         self.composition = Composition()
+        self.occupancy = Occupancy()
         self.meter_error: ModelError | None = None
         self.projection_error: ModelError | None = None
         if reopen_engine:
@@ -122,6 +124,7 @@ class EmbeddedRuntime:
                 self.meter.observe(event)
             except FOLD_ERRORS as exc:
                 self.meter_error = as_model_error(exc, event)
+        self.occupancy.observe(event, None if self.projection_error else self.projection.running_total)
         if self.projection_error is None:
             try:
                 self.projection.observe(event)
@@ -180,7 +183,8 @@ class EmbeddedRuntime:
 
     def _projection(self, args: dict) -> dict:
         """The running total (spec 5.1); with ``usage: true`` also the `tokenUsage` buckets, with ``breakdown:
-        true`` the `contextBreakdown` composition (spec 5.2)."""
+        true`` the `contextBreakdown` composition, with ``pressure: true`` the `contextPressure` occupancy
+        (spec 5.2)."""
         with_usage, with_breakdown = usage_requested(args), breakdown_requested(args)
         if self.projection_error is not None:
             reply = {"total": None, **refusal(self.projection_error)}
@@ -190,6 +194,8 @@ class EmbeddedRuntime:
             reply["usage"] = self.usage.report()
         if with_breakdown:
             reply["breakdown"] = self.composition.report(reply["total"])
+        if pressure_requested(args):
+            reply["pressure"] = self.occupancy.report(reply["total"])
         return reply
 
 

@@ -19,9 +19,10 @@ from ...core.stage import OK, VIOLATION, CheckContext, StageResult
 from ...core.protocol import RuntimeUnavailable
 
 STATE_OPS = ("surface", "cuts", "measure", "projection")
-STATE_CALLS = tuple((op, {}) for op in STATE_OPS) + (("projection", {"usage": True, "breakdown": True}),)
-"""The state compared at every replacement, refusal and at the end, with the cumulative token usage and the
-context breakdown (spec 5.2; added when ``surfacecheck mutate`` showed no comparison read them)."""
+STATE_CALLS = tuple((op, {}) for op in STATE_OPS) + (("projection", {"usage": True, "breakdown": True,
+                                                                     "pressure": True}),)
+"""The state compared at every replacement, refusal and at the end, with the cumulative token usage, the context
+breakdown and the context pressure (spec 5.2; added when ``surfacecheck mutate`` showed no comparison read them)."""
 END_CALLS = (("closers", {}), ("rows", {}))
 """Compared once, at the end of each log (before the end state), where the runtime serves them (``core.protocol.OPTIONAL_OPS``): the
 crash-repair closers a reopen would append (spec 1.6) and the packed storage records (spec 1.7). Added when

@@ -1,0 +1,207 @@
+"""Boundaries as rules: each lands one quantity of the compaction path one below its limit, on it, or one above,
+computed from the current state, then runs the code that compares them.
+
+A comparison moved by one (`<` for `<=`, `>` for `>=`) changes what dsh does only when its quantity lands exactly on
+the limit, and prompts drawn at random almost never put it there. Each rule counts the cases it lands
+(``boundary <name> ±N`` among the operations) and is enabled only while the state leaves room to land:
+
+========================  =========================================================================  =========
+rule                      quantity and limit                                                         spec
+========================  =========================================================================  =========
+pressure threshold        the meter's total against the threshold tokens (`total < threshold`)       9.2
+prune threshold           a tool result's text code points against `thresholdChars` (`<=`)          6
+retention budget          the tail's summed prices against `retainTokens` (`acc >= retain`)          7
+shrink rule               the framed summary's price against the shadowed price (`>=`)               8.2 step 10
+========================  =========================================================================  =========
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import precondition, rule
+
+from surfacecheck.model.config import RuntimePolicy, resolve_compact_spec, resolve_target_policy
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.estimate import estimate_message
+from surfacecheck.model.summarizer import checkpoint_message
+
+from . import events as ev
+
+OFFSETS = (0, -1, 1)
+"""Where a boundary rule puts a quantity: on its limit, one below, one above (on it first: the case a comparison
+moved by one changes, and where the shrinker goes). Each rule takes them in turn
+within an example: the offset drawn at a call, moved on by the rule's earlier calls (drawn alone, offsets follow
+Hypothesis's choice distribution, which reaches some cases seldom)."""
+
+starts = st.integers(0, len(OFFSETS) - 1)
+
+PRUNE_DEFAULT_CHARS = 8192
+"""The pruner's default `thresholdChars` (spec 6)."""
+
+
+def code_point_text(points: int) -> str:
+    """A text of exactly ``points`` code points whose UTF-16 length is larger (a quarter astral): a limit counted in
+    code points and one counted by `.length` disagree on it."""
+    astral = points // 4
+    return "🙂" * astral + "p" * (points - astral)
+
+
+def framed_price(text: str) -> int:
+    """What the meter prices a checkpoint framing ``text`` at (spec 8.2 step 9: the 98-token frame + the text)."""
+    return estimate_message(checkpoint_message([{"type": "text", "text": text}], "c", None, "m"))
+
+
+def shrink_text(shadowed: int, offset: int) -> str | None:
+    """A summary text whose framed checkpoint is priced ``shadowed + offset``; None when no text is."""
+    target = shadowed + offset
+    least = framed_price("s")
+    if target < least:
+        return None
+    text = "s" * (1 + 4 * (target - least))
+    return text if framed_price(text) == target else None
+
+
+class Boundaries:
+    """Boundary rules for the policy machine (mixed into it: they use its policy, window, routing and steps)."""
+
+    def next_offset(self, boundary: str, drawn: int) -> int:
+        """The offset this boundary lands at next: the drawn one moved on by the boundary's earlier calls in the
+        example, so a rule called again reaches the other cases even when the draws repeat."""
+        calls = self.__dict__.setdefault("boundary_calls", {})
+        calls[boundary] = calls.get(boundary, -1) + 1
+        return OFFSETS[(drawn + calls[boundary]) % len(OFFSETS)]
+
+    # -- the resolved figures the rules aim at ------------------------------------------------------
+    def target_spec(self, policy: dict | None = None):
+        """`resolveCompactSpec` for the routed target under ``policy`` (default: the one in force), as the model
+        resolves it (spec 9.1); None when nothing is routed or the policy is refused."""
+        headers = [self.events[seq] for seq in sorted(self.events) if self.events[seq].get("type") == "request/header"]
+        config = (((headers[-1].get("data") or {}).get("header") or {}).get("config") or {}) if headers else {}
+        if not (config.get("provider") and config.get("model")):
+            return None
+        try:
+            compaction = RuntimePolicy.from_json(self.policy if policy is None else policy).compaction
+            target = resolve_target_policy(compaction, config["provider"], config["model"])
+            return resolve_compact_spec(target, self.window)
+        except ModelError:
+            return None
+
+    def threshold(self) -> int | None:
+        """The pressure threshold in tokens for the routed target (spec 9.1: floor(window × ratio))."""
+        spec = self.target_spec()
+        return None if spec is None else spec.threshold_tokens
+
+    def room_below_threshold(self) -> int | None:
+        """Tokens the total can still grow before it reaches the threshold (None: no threshold or no total)."""
+        threshold, total = self.threshold(), self.total()
+        return None if threshold is None or total is None else threshold - total
+
+    def at_or_above_threshold(self) -> bool:
+        room = self.room_below_threshold()
+        return room is not None and room <= 0
+
+    def prune_chars(self) -> int | None:
+        """The pruner's `thresholdChars` in force, None without a pruner (spec 6)."""
+        pruner = self.policy.get("toolResultPruner") if isinstance(self.policy, dict) else None
+        if not isinstance(pruner, dict):
+            return None
+        chars = pruner.get("thresholdChars", PRUNE_DEFAULT_CHARS)
+        return chars if isinstance(chars, int) and chars > 0 else None
+
+    # -- the rules ---------------------------------------------------------------------------------
+    def tail_balanced(self) -> bool:
+        """No tool call is waiting for its result: the cut after the last node is balanced (spec 3)."""
+        balanced = self.ask("cuts").get("balanced")
+        return bool(balanced) and balanced[-1]
+
+    def enter_turn(self) -> None:
+        """Automatic compaction runs inside a turn (spec 8.1 step 5: without one it throws before writing): open a
+        step when none is (its pre-step runs the pressure listener, spec 13)."""
+        if not self.step_open:
+            self.begin_step()
+
+    @precondition(lambda self: (self.room_below_threshold() or 0) - 1 >= ev.least_prompt_price()
+                  and self.tail_balanced())
+    @rule(start=starts)
+    def pressure_on_the_threshold(self, start):
+        """Spec 9.2 compares the total with the threshold (below is `total < threshold`): inside a turn, with no
+        call waiting for its result (so a total at or above it compacts), a prompt priced so the total lands one
+        below, on, or one above it, then the pressure listener."""
+        self.enter_turn()
+        threshold, total, offset = self.threshold(), self.total(), self.next_offset("pressure threshold", start)
+        text = None if threshold is None or total is None else ev.priced_user_text(threshold + offset - total)
+        if text is None:
+            return
+        self.append(ev.user_message(text, self.fresh("u")), f"user/message priced to put the total at the "
+                                                            f"threshold {offset:+d}")
+        if self.total() == threshold + offset:
+            self.landed(f"pressure threshold {offset:+d}")
+        self.do("pre_step", {}, f"agent/pre-step at the threshold {offset:+d} (compactIfNeeded 'pressure')")
+
+    @precondition(lambda self: self.prune_chars() is not None)
+    @rule(start=starts)
+    def result_on_the_prune_threshold(self, start):
+        """Spec 6: a tool result prunes only when its text code points exceed `thresholdChars` (`<=` keeps it). A
+        step whose one tool result has thresholdChars + offset code points (a quarter of them astral, so a count of
+        UTF-16 units would land elsewhere), then a context overflow, whose recovery runs the pruner first (10.2)."""
+        offset = self.next_offset("prune threshold", start)
+        chars = self.prune_chars() + offset
+        self.tool_round([code_point_text(chars)], None, None)
+        self.landed(f"prune threshold {offset:+d}")
+        self.do("request_error", {"code": ev.OVERFLOW_CODE},
+                f"agent/request-error {ev.OVERFLOW_CODE}: recovery prunes a result of threshold {offset:+d} chars")
+
+    @precondition(lambda self: self.surface_size >= 2 and self.at_or_above_threshold())
+    @rule(start=starts, pick=st.integers(0, 50))
+    def retention_on_the_budget(self, start, pick):
+        """Spec 7's walk from the tail stops at the first node where the summed prices reach `retainTokens`
+        (`acc >= retain`): a policy whose absolute retention is the price of the last k nodes + offset, then the
+        pressure listener over a total at or above the threshold."""
+        prices, threshold = self.prices(), self.threshold()
+        if not prices or threshold is None:
+            return
+        offset = self.next_offset("retention budget", start)
+        tails = [k for k in range(1, len(prices)) if sum(prices[-k:]) + offset < threshold]
+        if not tails:
+            return
+        k = tails[pick % len(tails)]
+        budget = sum(prices[-k:]) + offset
+        policy = {key: value for key, value in self.policy.items() if key != "retainRatio"}
+        policy["retainTokens"] = max(0, budget)
+        spec = self.target_spec(policy)
+        if spec is None or spec.retain_tokens != budget or budget >= spec.threshold_tokens:
+            return
+        result = self.do("configure", {"policy": policy, "context_window": self.window},
+                         f"retainTokens {budget}: the last {k} node(s) priced {offset:+d}")
+        if "error" in result:
+            return
+        self.policy = policy
+        self.landed(f"retention budget {offset:+d}")
+        if self.step_open:
+            self.do("pre_step", {}, f"agent/pre-step: the retention walk meets its budget {offset:+d}")
+        else:
+            self.begin_step()  # its pre-step runs the pressure listener inside the new turn (spec 8.1 step 5, 13)
+
+    @precondition(lambda self: self.surface_size >= 2)
+    @rule(start=starts)
+    def summary_on_the_shrink_rule(self, start):
+        """Spec 8.2 step 10 refuses a summary whose framed checkpoint is not smaller than what it shadows
+        (`framed >= shadowed`): the turn ends, then `/compact` with a summary priced one below, on, or one above
+        the span's price (the range dsh selects with no retention, spec 11.2)."""
+        if self.step_open:
+            self.end_step(True)
+        elif self.turn_open:
+            self.append({"type": "turn/end", "data": {"turn": self.turn, "reason": {"kind": "completed"}}},
+                        f"turn/end {self.turn}")
+            self.turn_open = False
+        offset = self.next_offset("shrink rule", start)
+        selected = self.ask("select_range", {"retain_tokens": 0}).get("range")
+        nodes, prices = self.surface(), self.prices()
+        if not selected or prices is None or selected["start"] not in nodes or selected["end"] not in nodes:
+            return
+        span = prices[nodes.index(selected["start"]):nodes.index(selected["end"]) + 1]
+        text = shrink_text(sum(span), offset)
+        if text is None:
+            return
+        self.landed(f"shrink rule {offset:+d}")
+        self.do("manual_compact", {"args": "", "summary": {"outcome": "text", "text": text}},
+                f"/compact with a summary framed at the shadowed price {offset:+d}")
