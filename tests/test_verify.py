@@ -13,7 +13,7 @@ from surfacecheck.cli import main
 from surfacecheck.core.protocol import ProtocolError
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.core.trace import Step, read_trace
-from surfacecheck.properties.stateful.lockstep import Lockstep, normalize
+from surfacecheck.properties.stateful.lockstep import Lockstep, normalize, worded
 from surfacecheck.verify.run import verify
 
 USER = {"type": "user/message", "surfaceOp": "append",
@@ -60,14 +60,28 @@ def test_lockstep_names_the_first_divergence(op, bend, prop):
     assert clean.run(Step("reset", {}))[1] is None and clean.run(Step("append", {"event": USER}))[1] is None
 
 
-def test_lockstep_agrees_on_refusals_but_not_their_wording():
-    assert normalize({"error": {"type": "T", "rule": "r", "seq": 1, "message": "a"}}) == \
-        normalize({"error": {"type": "T", "rule": "r", "seq": 1, "message": "b"}})
+def test_lockstep_agrees_on_refusals_but_not_their_wording_unless_the_runtime_words_them_as_dsh():
+    one, other = ({"error": {"type": "T", "rule": "r", "seq": 1, "message": m}} for m in "ab")
+    assert normalize(one) == normalize(other)
+    assert normalize(one, messages=True) != normalize(other, messages=True)
+    assert worded(open_runtime("embedded")) and worded(open_runtime("model"))
+    assert not worded(type("Cmd", (), {"name": "cmd:python peer.py"})())
     lockstep = Lockstep(open_runtime("embedded"), open_runtime("model"))
     lockstep.run(Step("reset", {}))
     _result, violation = lockstep.run(Step("append", {"event": {**USER, "surfaceOp": {"op": "replace", "start": 9,
                                                                                      "end": 9}}}))
     assert violation is None
+
+
+def test_a_worded_runtime_that_words_a_refusal_otherwise_diverges():
+    bent = Skewed("append", lambda r: {**r, "error": {**r["error"], "message": "something else"}} if "error" in r
+                  else r)
+    bent.name = "embedded"
+    lockstep = Lockstep(bent, open_runtime("model"))
+    lockstep.run(Step("reset", {}))
+    _result, violation = lockstep.run(Step("append", {"event": {**USER, "surfaceOp": {"op": "replace", "start": 9,
+                                                                                     "end": 9}}}))
+    assert violation is not None and violation.property == "lockstep-result"
 
 
 def test_a_configuration_refusal_is_compared_by_its_message_too():

@@ -75,8 +75,8 @@ def compact_if_needed(session: Session, mode: str, env: Environment, signal_abor
     if target is None:
         return Outcome(session, labels=("pressure: no routed target in the logged header; no-op",))
     policy = resolve_target_policy(env.policy.compaction, *target)
-    measurement = seams.measure(session)
     try:
+        measurement = seams.measure(session)  # step 2: a meter stuck on an event throws to the listener (9.3)
         seams.assert_no_active_compaction(session, "automatic pressure compaction")
         window = env.context_window(target)
         if window is None:
@@ -131,13 +131,19 @@ def _overflow(session: Session, env: Environment, signal_aborted: bool) -> Outco
     if seams.routed_target(session) is None:
         return Outcome(session, labels=("overflow: no routed target; nothing to compact",))
     labels: list[str] = []
-    measurement = seams.measure(session)
+    try:
+        measurement = seams.measure(session)  # a stuck meter throws to the listener, which warns (10.2)
+    except ModelError as error:
+        return Outcome(session, error=error, labels=(f"overflow: measure failed: {error.message}",))
     if env.policy.pruner is not None:
         pruned = _prune_first(session, env, labels)
         if pruned.error is not None:
             return pruned
         session, labels, measurement = pruned.session, list(pruned.labels), pruned.value
-    span = seams.select_compactable_range(session, measurement, 0)
+    try:
+        span = seams.select_compactable_range(session, measurement, 0)
+    except ModelError as error:  # a corrupt surface (spec 3) throws to the listener too
+        return Outcome(session, error=error, labels=tuple(labels) + (f"overflow: no range: {error.message}",))
     if span is None:
         return Outcome(session, labels=tuple(labels) + ("overflow: no compactable range (retain 0)",))
     labels.append(f"overflow: range {span.start}-{span.end} (retain 0)")

@@ -26,7 +26,8 @@ from .score import Place, read_equivalent, score
 
 DEFAULT_FILES: dict[str, str] = {
     "session.py": "1.3", "surface.py": "1.4, 2", "pairing.py": "3", "meter.py": "4.2-4.4", "projection.py": "5.1",
-    "usage.py": "5.2", "breakdown.py": "5.2", "occupancy.py": "5.2", "tracker.py": "8.1, 4.4", "compaction.py": "6, 7, 8.1", "transaction.py": "8",
+    "usage.py": "5.2", "breakdown.py": "5.2", "occupancy.py": "5.2", "tracker.py": "8.1, 4.4",
+    "compaction.py": "6, 7, 8.1", "transaction.py": "8",
     "policy.py": "9, 10, 11", "context.py": "12, 13", "seed.py": "1.5", "events.py": "1.2, 4.1",
     "assembler.py": "4.3",
 }

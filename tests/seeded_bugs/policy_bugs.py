@@ -44,6 +44,23 @@ class RetriesUncounted(Engine):
         return outcome, retry
 
 
+class OverflowBudgetExclusive(Engine):
+    """Recovery runs once more than `maxOverflowRetries` allows (`>` for `>=`, spec 10.2): found only when the count
+    reaches the budget (the overflow budget rule takes it there)."""
+
+    @staticmethod
+    def budget_spent(retries, budget):
+        return retries > budget
+
+
+class CountNeverCleared(Engine):
+    """Neither an idle status nor an assistant message clears the overflow count (spec 10.2): once the budget is
+    spent, recovery never runs again in the engine's life."""
+
+    def observe(self, event):
+        return None
+
+
 class UnbalancedKeep(Compactor):
     @staticmethod
     def balanced_keep(keep, balanced):
@@ -134,6 +151,12 @@ BUGS = {
                             _runtime("threshold-inclusive", ThresholdInclusive)),
     "overflow-retries-uncounted": ("policy", "spec 10.2 (maxOverflowRetries)", "granted retries are never counted",
                                    _runtime("overflow-retries-uncounted", RetriesUncounted)),
+    "overflow-budget-exclusive": ("policy", "spec 10.2 (`retries >= maxOverflowRetries`)",
+                                  "recovery runs once more than the budget allows",
+                                  _runtime("overflow-budget-exclusive", OverflowBudgetExclusive)),
+    "overflow-count-never-cleared": ("policy", "spec 10.2 (idle, assistant/message clear the count)",
+                                     "the overflow count is never cleared",
+                                     _runtime("overflow-count-never-cleared", CountNeverCleared)),
     "unbalanced-range": ("policy", "spec 7 step 4; seed §7", "the selected range may end at an unbalanced cut",
                          _runtime("unbalanced-range", UnbalancedRange)),
     "retention-ignored": ("policy", "spec 7 step 3, 9.2; seed §6", "the retention walk ignores the retain budget",

@@ -9,6 +9,7 @@ the limit, and prompts drawn at random almost never put it there. Each rule coun
 rule                      quantity and limit                                                         spec
 ========================  =========================================================================  =========
 pressure threshold        the meter's total against the threshold tokens (`total < threshold`)       9.2
+overflow budget           the recovery count against `maxOverflowRetries` (`retries >= max`)         10.2
 prune threshold           a tool result's text code points against `thresholdChars` (`<=`)          6
 retention budget          the tail's summed prices against `retainTokens` (`acc >= retain`)          7
 shrink rule               the framed summary's price against the shadowed price (`>=`)               8.2 step 10
@@ -29,10 +30,8 @@ from . import events as ev
 OFFSETS = (0, -1, 1)
 """Where a boundary rule puts a quantity: on its limit, one below, one above (on it first: the case a comparison
 moved by one changes, and where the shrinker goes). Each rule takes them in turn
-within an example: the offset drawn at a call, moved on by the rule's earlier calls (drawn alone, offsets follow
-Hypothesis's choice distribution, which reaches some cases seldom)."""
-
-starts = st.integers(0, len(OFFSETS) - 1)
+within an example, from one the log's length picks (a drawn offset follows Hypothesis's choice distribution, whose
+small values come with the smallest examples, where a quantity seldom has room to land)."""
 
 PRUNE_DEFAULT_CHARS = 8192
 """The pruner's default `thresholdChars` (spec 6)."""
@@ -63,25 +62,33 @@ def shrink_text(shadowed: int, offset: int) -> str | None:
 class Boundaries:
     """Boundary rules for the policy machine (mixed into it: they use its policy, window, routing and steps)."""
 
-    def next_offset(self, boundary: str, drawn: int) -> int:
-        """The offset this boundary lands at next: the drawn one moved on by the boundary's earlier calls in the
-        example, so a rule called again reaches the other cases even when the draws repeat."""
+    def next_offset(self, boundary: str) -> int:
+        """The offset this boundary lands at next: picked by the log's length, moved on by the boundary's earlier
+        calls in the example (a function of the state, so of the choices that built it)."""
         calls = self.__dict__.setdefault("boundary_calls", {})
         calls[boundary] = calls.get(boundary, -1) + 1
-        return OFFSETS[(drawn + calls[boundary]) % len(OFFSETS)]
+        return OFFSETS[(len(self.events) + calls[boundary]) % len(OFFSETS)]
 
     # -- the resolved figures the rules aim at ------------------------------------------------------
-    def target_spec(self, policy: dict | None = None):
-        """`resolveCompactSpec` for the routed target under ``policy`` (default: the one in force), as the model
-        resolves it (spec 9.1); None when nothing is routed or the policy is refused."""
+    def target_policy(self, policy: dict | None = None):
+        """`resolveTargetPolicy` for the routed target (spec 9.1), as the model resolves it; None when nothing is
+        routed or the policy is refused."""
         headers = [self.events[seq] for seq in sorted(self.events) if self.events[seq].get("type") == "request/header"]
         config = (((headers[-1].get("data") or {}).get("header") or {}).get("config") or {}) if headers else {}
         if not (config.get("provider") and config.get("model")):
             return None
         try:
             compaction = RuntimePolicy.from_json(self.policy if policy is None else policy).compaction
-            target = resolve_target_policy(compaction, config["provider"], config["model"])
-            return resolve_compact_spec(target, self.window)
+            return resolve_target_policy(compaction, config["provider"], config["model"])
+        except ModelError:
+            return None
+
+    def target_spec(self, policy: dict | None = None):
+        """`resolveCompactSpec` for the routed target under ``policy`` (default: the one in force), as the model
+        resolves it (spec 9.1); None when nothing is routed or the policy is refused."""
+        target = self.target_policy(policy)
+        try:
+            return None if target is None else resolve_compact_spec(target, self.window)
         except ModelError:
             return None
 
@@ -121,13 +128,13 @@ class Boundaries:
 
     @precondition(lambda self: (self.room_below_threshold() or 0) - 1 >= ev.least_prompt_price()
                   and self.tail_balanced())
-    @rule(start=starts)
-    def pressure_on_the_threshold(self, start):
+    @rule()
+    def pressure_on_the_threshold(self):
         """Spec 9.2 compares the total with the threshold (below is `total < threshold`): inside a turn, with no
         call waiting for its result (so a total at or above it compacts), a prompt priced so the total lands one
         below, on, or one above it, then the pressure listener."""
         self.enter_turn()
-        threshold, total, offset = self.threshold(), self.total(), self.next_offset("pressure threshold", start)
+        threshold, total, offset = self.threshold(), self.total(), self.next_offset("pressure threshold")
         text = None if threshold is None or total is None else ev.priced_user_text(threshold + offset - total)
         if text is None:
             return
@@ -138,12 +145,12 @@ class Boundaries:
         self.do("pre_step", {}, f"agent/pre-step at the threshold {offset:+d} (compactIfNeeded 'pressure')")
 
     @precondition(lambda self: self.prune_chars() is not None)
-    @rule(start=starts)
-    def result_on_the_prune_threshold(self, start):
+    @rule()
+    def result_on_the_prune_threshold(self):
         """Spec 6: a tool result prunes only when its text code points exceed `thresholdChars` (`<=` keeps it). A
         step whose one tool result has thresholdChars + offset code points (a quarter of them astral, so a count of
         UTF-16 units would land elsewhere), then a context overflow, whose recovery runs the pruner first (10.2)."""
-        offset = self.next_offset("prune threshold", start)
+        offset = self.next_offset("prune threshold")
         chars = self.prune_chars() + offset
         self.tool_round([code_point_text(chars)], None, None)
         self.landed(f"prune threshold {offset:+d}")
@@ -151,16 +158,19 @@ class Boundaries:
                 f"agent/request-error {ev.OVERFLOW_CODE}: recovery prunes a result of threshold {offset:+d} chars")
 
     @precondition(lambda self: self.surface_size >= 2 and self.at_or_above_threshold())
-    @rule(start=starts, pick=st.integers(0, 50))
-    def retention_on_the_budget(self, start, pick):
+    @rule(pick=st.integers(0, 50))
+    def retention_on_the_budget(self, pick):
         """Spec 7's walk from the tail stops at the first node where the summed prices reach `retainTokens`
-        (`acc >= retain`): a policy whose absolute retention is the price of the last k nodes + offset, then the
+        (`acc >= retain`): a policy whose absolute retention is the price of the last k nodes + offset, k such that
+        the cut before them is balanced (so where the walk stops is where the range ends, spec 7 step 4), then the
         pressure listener over a total at or above the threshold."""
         prices, threshold = self.prices(), self.threshold()
         if not prices or threshold is None:
             return
-        offset = self.next_offset("retention budget", start)
-        tails = [k for k in range(1, len(prices)) if sum(prices[-k:]) + offset < threshold]
+        offset = self.next_offset("retention budget")
+        balanced = self.ask("cuts").get("balanced") or []
+        tails = [k for k in range(1, len(prices)) if sum(prices[-k:]) + offset < threshold
+                 and len(balanced) > len(prices) and balanced[len(prices) - k]]  # a cut the walk's stop keeps
         if not tails:
             return
         k = tails[pick % len(tails)]
@@ -182,8 +192,8 @@ class Boundaries:
             self.begin_step()  # its pre-step runs the pressure listener inside the new turn (spec 8.1 step 5, 13)
 
     @precondition(lambda self: self.surface_size >= 2)
-    @rule(start=starts)
-    def summary_on_the_shrink_rule(self, start):
+    @rule()
+    def summary_on_the_shrink_rule(self):
         """Spec 8.2 step 10 refuses a summary whose framed checkpoint is not smaller than what it shadows
         (`framed >= shadowed`): the turn ends, then `/compact` with a summary priced one below, on, or one above
         the span's price (the range dsh selects with no retention, spec 11.2)."""
@@ -193,7 +203,7 @@ class Boundaries:
             self.append({"type": "turn/end", "data": {"turn": self.turn, "reason": {"kind": "completed"}}},
                         f"turn/end {self.turn}")
             self.turn_open = False
-        offset = self.next_offset("shrink rule", start)
+        offset = self.next_offset("shrink rule")
         selected = self.ask("select_range", {"retain_tokens": 0}).get("range")
         nodes, prices = self.surface(), self.prices()
         if not selected or prices is None or selected["start"] not in nodes or selected["end"] not in nodes:
@@ -205,3 +215,35 @@ class Boundaries:
         self.landed(f"shrink rule {offset:+d}")
         self.do("manual_compact", {"args": "", "summary": {"outcome": "text", "text": text}},
                 f"/compact with a summary framed at the shadowed price {offset:+d}")
+
+    @precondition(lambda self: self.surface_size >= 1)
+    @rule(reset=st.sampled_from(("idle", "assistant/message", "none")))
+    def overflow_on_the_budget(self, reset):
+        """Spec 10.2 grants recovery while the count is below `maxOverflowRetries` (`retries >= max` stops it) and
+        counts each grant; an idle status or an assistant message resets the count. Inside a turn, context
+        overflows (each after a long prompt, so recovery has something to compact) until the count reaches the
+        budget, then the reset, then one more overflow."""
+        target = self.target_policy()
+        if target is None or not 0 < target.max_overflow_retries <= 2:
+            return
+        self.enter_turn()
+        for attempt in range(target.max_overflow_retries + 1):
+            self.append(ev.user_message("p" * 800, self.fresh("u")), "user/message: a long prompt")
+            result = self.do("request_error", {"code": ev.OVERFLOW_CODE, "summaries": [{"outcome": "text",
+                                                                                     "ratio": 0.1}]},
+                             f"agent/request-error {ev.OVERFLOW_CODE} #{attempt + 1} of a budget of "
+                             f"{target.max_overflow_retries}")
+            if result.get("retries") == target.max_overflow_retries and result.get("kind") == "next":
+                self.landed("overflow budget +0")
+        if reset == "idle":
+            self.append({"type": "agent/status", "data": {"status": "idle"}}, "agent/status idle (count reset)")
+        elif reset == "assistant/message":
+            if self.answered:
+                self.end_step(False)
+                self.begin_step()
+            self.append(ev.assistant_message(self.turn, self.step, self.fresh("a"), "done", []),
+                        "assistant/message (count reset)")
+            self.answered = True
+        self.append(ev.user_message("p" * 800, self.fresh("u")), "user/message: a long prompt")
+        self.do("request_error", {"code": ev.OVERFLOW_CODE, "summaries": [{"outcome": "text", "ratio": 0.1}]},
+                f"agent/request-error {ev.OVERFLOW_CODE} after {reset}")

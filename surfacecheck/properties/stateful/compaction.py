@@ -42,7 +42,7 @@ class CompactionMachine(LogMachine):
 
     @rule(retain=st.integers(0, 120), arbitrary=ev.rarely,
           a=st.integers(0, 50), b=st.integers(0, 50), manual=st.booleans(), script=ev.summary_scripts,
-          concurrent=ev.weighted(st.none(), st.sampled_from(CONCURRENT), 4),
+          concurrent=ev.weighted(st.none(), st.sampled_from(CONCURRENT), 2),
           aborted=ev.rarely)
     def compact(self, retain, arbitrary, a, b, manual, script, concurrent, aborted):
         nodes = self.surface()

@@ -7,9 +7,9 @@ After every step the two runtimes are asked the read-only state queries of level
 5.1) — and their answers must be equal. Monitors (``properties/monitors.py``) then watch the
 runtime under test alone. Property names of divergences are ``lockstep-<what>``.
 
-Spec-level refusals are compared by ``type``, ``rule`` and ``seq`` only: the message text is
-dsh's prose and two implementations may word it differently (spec "Conventions": reproduce the
-class of failure).
+Spec-level refusals are compared by ``type``, ``rule`` and ``seq`` (spec "Conventions": reproduce the
+class of failure); their message too when the runtime words them as dsh does (dsh itself, the embedded
+runtime, the model: ``WORDED_RUNTIMES``), and a configuration refusal's with any runtime.
 """
 from __future__ import annotations
 
@@ -41,27 +41,36 @@ def is_lockstep_property(name: str) -> bool:
 
 ERROR_KEYS = ("error", "failure")
 MESSAGE_RULES = frozenset({"compaction-config", "pruner-config"})
-"""Refusals whose message is compared too: every configuration check dsh runs (spec 9.1, the pruner's spec 6)
-refuses under one rule, so only the message tells which check fired; the model carries dsh's texts. Without
-it, ``surfacecheck mutate``'s mutants that swap or loosen one of ``resolveConfig``'s checks survive."""
+"""Refusals whose message is compared with any runtime: every configuration check dsh runs (spec 9.1, the pruner's
+spec 6) refuses under one rule, so only the message tells which check fired."""
+WORDED_RUNTIMES = ("dsh", "embedded", "model")
+"""Runtimes that word every refusal as dsh does (the model carries dsh's texts): with them every message is compared,
+so a check that fires for another reason, or an error that names other figures, is a divergence. Without it,
+``surfacecheck mutate``'s mutants of dsh's messages and of which of two checks fires survive the whole gate."""
 
 
-def normalize(value: Any) -> Any:
-    """A result as compared: error / failure objects reduced to type/rule/seq (and the message of a
-    configuration refusal, `MESSAGE_RULES`), bookkeeping keys dropped."""
+def worded(runtime: Runtime) -> bool:
+    """Whether ``runtime`` words its refusals as dsh does (its name, or the part before ``:``, is one of them)."""
+    return str(getattr(runtime, "name", "")).split(":", 1)[0] in WORDED_RUNTIMES
+
+
+def normalize(value: Any, messages: bool = False) -> Any:
+    """A result as compared: error / failure objects reduced to type/rule/seq (and the message: of a configuration
+    refusal, `MESSAGE_RULES`, or of every one with ``messages``), bookkeeping keys dropped."""
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
             if key in IGNORED_RESULT_KEYS:
                 continue
             if key in ERROR_KEYS and isinstance(item, dict):
-                kept = ("type", "rule", "seq", "message") if item.get("rule") in MESSAGE_RULES else ("type", "rule", "seq")
+                worded_here = messages or item.get("rule") in MESSAGE_RULES
+                kept = ("type", "rule", "seq", "message") if worded_here else ("type", "rule", "seq")
                 out[key] = {k: item.get(k) for k in kept}
             else:
-                out[key] = normalize(item)
+                out[key] = normalize(item, messages)
         return out
     if isinstance(value, (list, tuple)):
-        return [normalize(v) for v in value]
+        return [normalize(v, messages) for v in value]
     return value
 
 
@@ -125,6 +134,7 @@ class Lockstep:
         self.monitors = list(monitors)
         self.state_queries = state_queries
         self.prefer = prefer  # when a step breaks several properties, report this one (a replayed trace's)
+        self.messages = worded(runtime)  # compare every refusal's message (WORDED_RUNTIMES)
         self.steps: list[Step] = []
         self.violation: Violation | None = None
         self.logged = 0  # events of the log compared so far (lockstep-log)
@@ -242,11 +252,12 @@ class Lockstep:
         function of the answer), so the walk runs only when they differ, and then it is the same walk."""
         if expected == observed:
             return None
-        return _compare(prop, number, what, expected, observed)
+        return _compare(prop, number, what, expected, observed, self.messages)
 
 
-def _compare(prop: str, number: int, what: str, expected: dict, observed: dict) -> Violation | None:
-    a, b = normalize(expected), normalize(observed)
+def _compare(prop: str, number: int, what: str, expected: dict, observed: dict,
+             messages: bool = False) -> Violation | None:
+    a, b = normalize(expected, messages), normalize(observed, messages)
     if a == b:
         return None
     return Violation(prop, f"step {number}: {what} differs from the model{_first_difference(a, b)}",

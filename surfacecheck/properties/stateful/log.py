@@ -78,23 +78,35 @@ class LogMachine(LockstepMachine):
     @precondition(lambda self: self.step_open and not self.answered)
     @rule(text=ev.texts, reasoning=st.one_of(st.none(), ev.texts), streamed=st.one_of(st.none(), ev.usage_strategy),
           final=st.sampled_from(("same", "resampled", "none")), resample=ev.usage_strategy,
-          cites=st.sampled_from(("all", "all", "empty", "absent")),
-          finish=st.sampled_from(("stop", "stop", "max-tokens")))
-    def streamed_answer(self, text, reasoning, streamed, final, resample, cites, finish):
+          cites=ev.weighted(st.sampled_from(("all", "all", "empty", "absent")),
+                            st.sampled_from(("not-a-chunk", "another-step")), 5),
+          finish=st.sampled_from(("stop", "stop", "max-tokens")), cut=st.booleans())
+    def streamed_answer(self, text, reasoning, streamed, final, resample, cites, finish, cut):
         """The response streams as `assistant/chunk`s (blocks, a usage chunk, finish), then the `assistant/message`
         citing them: the meter prices the provider output from the cited chunks (spec 4.2: all of them, an explicit
-        empty list for a known empty stream, none for a legacy message), the usage and pressure units take the
-        chunk's sample first and the message's as a resample of the same step (spec 5.2: equal changes nothing)."""
+        empty list for a known empty stream, none for a legacy message; a citation of another event or of another
+        step's chunks leaves the meter stuck), the usage and pressure units take the chunk's sample first and the
+        message's as a resample of the same step (spec 5.2: equal changes nothing). The durable message may keep
+        less than streamed (``cut``): the anchor prices what the provider produced, not what was kept."""
+        first = max(self.events, default=-1)
         seqs = []
         for body in ev.stream_chunks(text, reasoning, streamed, finish):
             seq = self.append(ev.chunk(self.turn, self.step, body), f"assistant/chunk {body['type']}")
             if seq is not None:
                 seqs.append(seq)
         usage = {"same": streamed, "resampled": resample, "none": None}[final]
-        event = ev.assistant_message(self.turn, self.step, self.fresh("a"), text, [], usage, reasoning=reasoning)
-        if cites != "absent":
-            event["sourceEventSeqs"] = seqs if cites == "all" else []
-        self.append(event, f"assistant/message after the stream ({final} usage, {cites} chunks cited)")
+        kept = text[:len(text) // 2] if cut else text
+        event = ev.assistant_message(self.turn, self.step, self.fresh("a"), kept, [], usage, reasoning=reasoning)
+        earlier = getattr(self, "streamed", [])
+        if cites == "not-a-chunk" and first >= 0:
+            event["sourceEventSeqs"] = [first, *seqs]
+        elif cites == "another-step" and earlier:
+            event["sourceEventSeqs"] = earlier
+        elif cites != "absent":
+            event["sourceEventSeqs"] = [] if cites == "empty" else seqs
+        self.append(event, f"assistant/message after the stream ({final} usage, {cites} cited"
+                           f"{', cut short' if cut else ''})")
+        self.streamed = seqs
         self.answered = True
 
     @rule(window=st.sampled_from(ev.WINDOWS), model=st.sampled_from(ev.MODELS))

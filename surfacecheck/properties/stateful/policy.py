@@ -18,13 +18,23 @@ from . import events as ev
 from .boundaries import Boundaries
 from .log import LogMachine
 
+override = st.fixed_dictionaries({"provider": st.just(ev.PROVIDER), "model": st.sampled_from(ev.MODELS)}, optional={
+    "thresholdRatio": st.sampled_from((0.5, 0.9)), "retainTokens": st.integers(0, 100),
+    "maxTokens": st.sampled_from((256, 1024)), "maxOverflowRetries": st.integers(0, 2),
+    "compactionRetries": st.integers(0, 2), "summarizationProvider": st.just("sum"),
+    "summarizationModel": st.just("sum-model")}).filter(
+    lambda o: ("summarizationProvider" in o) == ("summarizationModel" in o))
+"""A per-model policy (spec 9.1 `modelPolicies`): its fields win for that exact route, retention as a form."""
+
 policies = st.builds(
-    lambda ratio, retain, retries, overflow, prune, auto: {
+    lambda ratio, retain, retries, overflow, prune, auto, models: {
         "thresholdRatio": ratio, **({} if retain is None else {"retainTokens": retain}),
         "compactionRetries": retries, "maxOverflowRetries": overflow, "maxTokens": 512, "auto": auto,
-        **({"toolResultPruner": {"thresholdChars": 200, "headChars": 60, "tailChars": 40}} if prune else {})},
+        **({"toolResultPruner": {"thresholdChars": 200, "headChars": 60, "tailChars": 40}} if prune else {}),
+        **({"modelPolicies": models} if models else {})},
     st.sampled_from((0.5, 0.8, 0.99)), st.one_of(st.none(), st.integers(0, 150)), st.integers(0, 2),
-    st.integers(0, 2), st.booleans(), ev.weighted(st.just(True), st.just(False), 6))
+    st.integers(0, 2), st.booleans(), ev.weighted(st.just(True), st.just(False), 6),
+    ev.weighted(st.just([]), st.lists(override, max_size=2, unique_by=lambda o: o["model"]), 2))
 
 
 # Probed configurations (spec 9.1 `resolveConfig`, spec 6 the pruner's `resolveConfig`): every field dsh validates,

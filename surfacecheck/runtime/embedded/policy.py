@@ -88,8 +88,8 @@ class Engine:
         if target is None:
             return TxOutcome()
         policy = resolve_target_policy(self.policy.compaction, *target)
-        total = compactor.total()
         try:
+            total = compactor.total()  # measure(session): a stuck meter throws to the listener (spec 9.2-9.3)
             if tracker.lock_is_live():
                 raise ManualCompactionError("busy", "automatic pressure compaction: compaction already in progress; "
                                                     "the session compaction lock is already active")
@@ -138,13 +138,18 @@ class Engine:
         tracker, compactor = self.rt.tracker, self._compactor()
         if tracker.routed_target() is None:
             return TxOutcome()
-        compactor.total()  # measure(session): raises a stuck meter's error first
-        self.rt.current_cuts()  # a corrupt surface refuses the whole op before anything is written (spec 3)
+        try:
+            compactor.total()  # measure(session): a stuck meter throws to the listener, which warns (spec 10.2)
+        except ModelError as error:
+            return TxOutcome(error=error)
         if self.policy.pruner is not None:
             error = self._prune(faults)
             if error is not None:
                 return TxOutcome(error=error)
-        span = compactor.select_range(0)
+        try:
+            span = compactor.select_range(0)  # a corrupt surface (spec 3) throws to the listener too
+        except ModelError as error:
+            return TxOutcome(error=error)
         if span is None:
             return TxOutcome()
         policy = resolve_target_policy(self.policy.compaction, *tracker.routed_target())
@@ -162,7 +167,7 @@ class Engine:
         if target is None:
             return TxOutcome(), False
         policy = resolve_target_policy(self.policy.compaction, *target)
-        if self.retries >= policy.max_overflow_retries:
+        if self.budget_spent(self.retries, policy.max_overflow_retries):
             return TxOutcome(), False
         generation = self.rt.session.generation
         outcome = self.overflow(scripts, faults, aborted)
@@ -171,6 +176,11 @@ class Engine:
             self.retries += 1
             return outcome, True
         return outcome, False
+
+    @staticmethod
+    def budget_spent(retries: int, budget: int) -> bool:
+        """Spec 10.2: no recovery once the count has reached `maxOverflowRetries` (0 disables it)."""
+        return retries >= budget
 
     @staticmethod
     def retry_allowed(advanced: bool, aborted: bool, error: ModelError | None) -> bool:
