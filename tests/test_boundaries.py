@@ -1,6 +1,7 @@
 """Boundaries drawn on purpose (``properties/stateful/boundaries.py``): the policy machine lands the pressure total
 on the threshold (spec 9.2), a tool result's code points on the pruner's `thresholdChars` (6), the tail's prices on
-`retainTokens` (7) and a summary's framed price on the span's (8.2 step 10), one below, on and one above.
+`retainTokens` (7), a summary's framed price on the span's (8.2 step 10) and the overflow count on its budget
+(10.2); the log machine lands a provider's usage on the meter's anchor estimate (4.2); one below, on and one above.
 
 Random generation almost never lands a quantity exactly on its limit, so a comparison moved by one changes
 behaviour in no example it draws. Here, per boundary: the three cases are reached at the ``ci`` profile, the
@@ -38,8 +39,9 @@ def test_a_prompt_is_priced_exactly_as_asked(tokens):
 
 
 BOUNDARIES = {
-    # name: (the seeded bug that moves its comparison by one, a label its trace has)
-    "overflow budget": ("overflow-budget-exclusive", "of a budget of"),
+    # name: (the seeded bug that moves its comparison by one, a label its trace has); level policy unless named
+    "meter anchor": ("anchor-strict", "the anchor's estimate +0"),
+    "overflow budget": ("overflow-budget-exclusive", None),  # also met by the plain overflow rule
     "pressure threshold": ("threshold-inclusive", "threshold +0"),
     "prune threshold": ("prune-threshold-exclusive", "threshold +0 chars"),
     "retention budget": ("retention-budget-exclusive", "priced +0"),
@@ -47,23 +49,32 @@ BOUNDARIES = {
 }
 
 
+LOG_LEVEL = {"meter anchor"}
+"""Boundaries the log machine draws (every level inherits them); the others are the policy machine's."""
+
+
+def level_of(boundary: str) -> str:
+    return "log" if boundary in LOG_LEVEL else "policy"
+
+
 @pytest.fixture(scope="module")
-def ci_policy_run():
-    result = run_level(EmbeddedRuntime(), ModelRuntime(), "policy", "ci", CI_SEED)
-    assert result.violation is None and result.unavailable is None
-    return result
+def ci_runs():
+    runs = {level: run_level(EmbeddedRuntime(), ModelRuntime(), level, "ci", CI_SEED) for level in ("log", "policy")}
+    assert all(r.violation is None and r.unavailable is None for r in runs.values())
+    return runs
 
 
 @pytest.mark.parametrize("boundary", sorted(BOUNDARIES))
-def test_each_boundary_is_reached_one_below_on_and_one_above_at_the_ci_profile(ci_policy_run, boundary):
+def test_each_boundary_is_reached_one_below_on_and_one_above_at_the_ci_profile(ci_runs, boundary):
+    operations = ci_runs[level_of(boundary)].operations
     for offset in BOUNDARY_OFFSETS if boundary != "overflow budget" else (0,):  # a count is landed on, not near
-        assert ci_policy_run.operations.get(f"boundary {boundary} {offset:+d}", 0) >= 1, ci_policy_run.operations
+        assert operations.get(f"boundary {boundary} {offset:+d}", 0) >= 1, operations
 
 
 @pytest.mark.parametrize("boundary", sorted(BOUNDARIES))
 def test_a_comparison_moved_by_one_is_caught_at_the_ci_profile(boundary):
     bug, ends_on = BOUNDARIES[boundary]
-    result = run_level(BUGS[bug].runtime(), ModelRuntime(), "policy", "ci", CI_SEED)
+    result = run_level(BUGS[bug].runtime(), ModelRuntime(), level_of(boundary), "ci", CI_SEED)
     assert result.violation is not None and result.violation.property.startswith("lockstep-"), bug
     labels = [step.label for step in result.trace_steps]
     assert ends_on is None or any(ends_on in label for label in labels), labels
@@ -90,6 +101,8 @@ PATCHES = {
                         "if (totalChars <= this.config.thresholdChars) return null;", " <= ", " < "),
     "retention budget": ("@deepseek-ai/dsh-compaction-basic/lib/index.js",
                          "if (accumulated >= retainTokens) break;", " >= ", " > "),
+    "meter anchor": ("@deepseek-ai/dsh-token-meter/lib/index.js",
+                     "baseline: providerTokens >= estimatedAnchorTokens ? {", " >= ", " > "),
     "overflow budget": ("@deepseek-ai/dsh-compaction-basic/lib/index.js",
                         "if (retries >= policy.maxOverflowRetries) return next();", " >= ", " > "),
     "shrink rule": ("@deepseek-ai/dsh-compaction-basic/lib/index.js",
@@ -108,8 +121,8 @@ def dsh_copy(tmp_path_factory) -> Path:
     return root
 
 
-def _verify_policy(spec: str, tmp_path: Path) -> dict:
-    done = subprocess.run([sys.executable, "-m", "surfacecheck", "verify", "--runtime", spec, "--level", "policy",
+def _verify_level(spec: str, level: str, tmp_path: Path) -> dict:
+    done = subprocess.run([sys.executable, "-m", "surfacecheck", "verify", "--runtime", spec, "--level", level,
                            "--profile", "ci", "--json", "--no-save", "--trace-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode in (0, 1), done.stderr[-2000:]
@@ -125,7 +138,7 @@ def test_dsh_with_one_comparison_moved_by_one_is_caught(dsh_copy, boundary, tmp_
     assert text.count(line) == 1, f"dsh's {bundle} no longer has {line!r}"
     target.write_text(text.replace(line, line.replace(old, new, 1)))
     try:
-        report = _verify_policy(f"dsh:{dsh_copy}", tmp_path)
+        report = _verify_level(f"dsh:{dsh_copy}", level_of(boundary), tmp_path)
     finally:
         target.write_text(text)
     (level,) = report["levels"]

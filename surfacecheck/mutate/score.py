@@ -91,7 +91,7 @@ def score(report: dict, locate: Callable[[str, int], Place | None], *, times: di
                     diff, sig = f"- {before}\n+ {after}", signature(place, mutant, before)
                 survivors.append({"id": mutant["id"], "file": place.file, "line": line, "sections": list(place.sections),
                                   "status": label, "mutator": mutant.get("mutatorName"), "diff": diff,
-                                  "covered_by": len(mutant.get("coveredBy") or []),
+                                  "covered_by": len(mutant.get("coveredBy") or []), "signature": sig,
                                   **({"equivalent": equivalent[sig]} if sig in equivalent else {})})
     for bucket in list(per_file.values()) + list(per_section.values()):
         bucket["score"] = percent(bucket)

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from surfacecheck.model.estimate import estimate_header
 from surfacecheck.runtime.embedded import EmbeddedRuntime
 from surfacecheck.runtime.embedded.meter import IncrementalMeter
 from surfacecheck.runtime.embedded.pairing import PairingCache
@@ -102,6 +103,17 @@ class StepStartAfterMessages(IncrementalMeter):
         return (data.get("turn"), data.get("step"), 0)
 
 
+class AnchorOnlyAboveEstimate(IncrementalMeter):
+    """The usage baseline is taken only when the provider's count exceeds the estimate (`>` for `>=`, spec 4.2): a
+    usage equal to the estimate anchors as estimated (the meter anchor rule lands it there)."""
+
+    def _anchor_for(self, event, data, header, durable):
+        anchor = super()._anchor_for(event, data, header, durable)
+        if anchor[2] == "usage" and anchor[3] == estimate_header(header) + anchor[1]:
+            return (anchor[0], anchor[1], "estimated", anchor[3])
+        return anchor
+
+
 # -- spec 5.1: the O(1) projection ------------------------------------------------------------------------
 class ClaimNeverExpires(ShadowPriceProjection):
     """An intervening event does not expire the armed claim ("immediately before" ignored)."""
@@ -165,6 +177,8 @@ BUGS = {
                                 _runtime("replace-keeps-old-price", meter_class=ReplaceKeepsOldPrice)),
     "step-start-zero": ("log", "spec 4.2-4.3 (usage anchor)", "stepStart surface tokens stamped as zero",
                         _runtime("step-start-zero", meter_class=StepStartAfterMessages)),
+    "anchor-strict": ("log", "spec 4.2 (`P >= E`)", "usage equal to the estimate does not anchor as usage",
+                      _runtime("anchor-strict", meter_class=AnchorOnlyAboveEstimate)),
     "claim-not-expired": ("log", "spec 5.1; seed §16", "an intervening event does not expire the armed claim",
                           _runtime("claim-not-expired", projection_class=ClaimNeverExpires)),
     "shadow-price-not-subtracted": ("log", "spec 5.1; seed §16", "consuming a claim ignores its shadow price",

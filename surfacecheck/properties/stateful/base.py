@@ -22,6 +22,12 @@ from surfacecheck.properties.stateful.lockstep import Lockstep
 from .selection import OneDrawRules
 
 
+OFFSETS = (0, -1, 1)
+"""Where a boundary rule puts a quantity: on its limit, one below, one above (on it first: the case a comparison
+moved by one changes, and where the shrinker goes). Each rule takes them in turn
+within an example, from one the state picks (a drawn offset follows Hypothesis's choice distribution, whose
+small values come with the smallest examples, where a quantity seldom has room to land)."""
+
 MEMORY_EVERY = 64
 """Steps between two looks at the resident set (``--max-memory``)."""
 
@@ -158,6 +164,13 @@ class LockstepMachine(RuleBasedStateMachine):
         """Count a boundary case reached exactly (listed with the operations: ``boundary <name>``)."""
         key = f"boundary {boundary}"
         self.context.operations[key] = self.context.operations.get(key, 0) + 1
+
+    def next_offset(self, boundary: str) -> int:
+        """The offset this boundary lands at next: picked by the log's length and the meter's total, moved on by the
+        boundary's earlier calls in the example (a function of the state, so of the choices that built it)."""
+        calls = self.__dict__.setdefault("boundary_calls", {})
+        calls[boundary] = calls.get(boundary, -1) + 1
+        return OFFSETS[(len(self.events) + (self.total() or 0) + calls[boundary]) % len(OFFSETS)]
 
     def prices(self) -> list[int] | None:
         measure = self.ask("measure")

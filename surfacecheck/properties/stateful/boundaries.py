@@ -14,6 +14,8 @@ prune threshold           a tool result's text code points against `thresholdCha
 retention budget          the tail's summed prices against `retainTokens` (`acc >= retain`)          7
 shrink rule               the framed summary's price against the shadowed price (`>=`)               8.2 step 10
 ========================  =========================================================================  =========
+
+The meter's anchor (`P >= E`, spec 4.2) is drawn by the log machine (``usage_on_the_anchor``), so every level has it.
 """
 from __future__ import annotations
 
@@ -26,12 +28,7 @@ from surfacecheck.model.estimate import estimate_message
 from surfacecheck.model.summarizer import checkpoint_message
 
 from . import events as ev
-
-OFFSETS = (0, -1, 1)
-"""Where a boundary rule puts a quantity: on its limit, one below, one above (on it first: the case a comparison
-moved by one changes, and where the shrinker goes). Each rule takes them in turn
-within an example, from one the log's length picks (a drawn offset follows Hypothesis's choice distribution, whose
-small values come with the smallest examples, where a quantity seldom has room to land)."""
+from .base import OFFSETS
 
 PRUNE_DEFAULT_CHARS = 8192
 """The pruner's default `thresholdChars` (spec 6)."""
@@ -61,13 +58,6 @@ def shrink_text(shadowed: int, offset: int) -> str | None:
 
 class Boundaries:
     """Boundary rules for the policy machine (mixed into it: they use its policy, window, routing and steps)."""
-
-    def next_offset(self, boundary: str) -> int:
-        """The offset this boundary lands at next: picked by the log's length, moved on by the boundary's earlier
-        calls in the example (a function of the state, so of the choices that built it)."""
-        calls = self.__dict__.setdefault("boundary_calls", {})
-        calls[boundary] = calls.get(boundary, -1) + 1
-        return OFFSETS[(len(self.events) + calls[boundary]) % len(OFFSETS)]
 
     # -- the resolved figures the rules aim at ------------------------------------------------------
     def target_policy(self, policy: dict | None = None):

@@ -45,13 +45,18 @@ def user_message(text: str | list, ident: str, source: dict | None = None) -> di
                                              "source": source or {"kind": "user"}}, "surfaceOp": "append"}
 
 
-def prompt_price(text: str) -> int:
-    """What the model's meter prices a user/message of ``text`` at (spec 4.1: ceil(chars / 4) + the block and role
-    overheads)."""
+def event_price(event: dict) -> int:
+    """What the model's meter prices a surface event's node at (spec 4.1)."""
     from surfacecheck.model.event import Event
     from surfacecheck.model.meter import node_price
 
-    return node_price(Event.from_json({**user_message(text, "priced"), "seq": 0, "time": 0}))
+    return node_price(Event.from_json({**event, "seq": 0, "time": 0}))
+
+
+def prompt_price(text: str) -> int:
+    """What the model's meter prices a user/message of ``text`` at (spec 4.1: ceil(chars / 4) + the block and role
+    overheads)."""
+    return event_price(user_message(text, "priced"))
 
 
 @functools.cache

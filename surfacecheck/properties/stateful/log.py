@@ -11,6 +11,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, multiple, precondition, rule
 
+from surfacecheck.model.estimate import estimate_header
+
 from . import events as ev
 from .base import LockstepMachine
 
@@ -107,6 +109,38 @@ class LogMachine(LockstepMachine):
         self.append(event, f"assistant/message after the stream ({final} usage, {cites} cited"
                            f"{', cut short' if cut else ''})")
         self.streamed = seqs
+        self.answered = True
+
+    def model_meter(self):
+        """The model meter's replay state (spec 4.2) when the model is the oracle and its meter is not stuck."""
+        oracle = self.context.oracle
+        meter = getattr(oracle, "meter", None)
+        return None if meter is None or getattr(oracle, "meter_error", None) is not None else meter
+
+    @precondition(lambda self: self.model_meter() is not None)
+    @rule(text=ev.texts)
+    def usage_on_the_anchor(self, text):
+        """Spec 4.2 anchors the meter on the provider's usage only when it reaches the estimate (`P >= E`, E the
+        header's price + the surface at step/start + the answer's price): a step whose answer's usage is priced
+        one below, on, or one above E (a header first when none is logged). Random usage almost never lands
+        there."""
+        if self.model_meter().header is None:
+            self.append(ev.header(), f"request/header {ev.PROVIDER}/{ev.MODELS[0]}")
+        if self.step_open and self.answered:
+            self.end_step(False)
+        if not self.step_open:
+            self.begin_step()
+        meter = self.model_meter()
+        if meter is None or meter.header is None or meter.step_start is None:
+            return
+        offset = self.next_offset("meter anchor")
+        event = ev.assistant_message(self.turn, self.step, self.fresh("a"), text, [])
+        estimated = estimate_header(meter.header) + meter.step_start.surface_tokens + ev.event_price(event)
+        if estimated + offset < 0:
+            return
+        event["data"]["usage"] = {"inputTokens": estimated + offset, "outputTokens": 0}
+        if self.append(event, f"assistant/message whose usage is the anchor's estimate {offset:+d}") is not None:
+            self.landed(f"meter anchor {offset:+d}")
         self.answered = True
 
     @rule(window=st.sampled_from(ev.WINDOWS), model=st.sampled_from(ev.MODELS))
