@@ -330,7 +330,8 @@ def test_G13_entering_the_batch_before_pressure_removes_the_blind_spot():
     """Rule removed: the pressure listener runs in the agent/pre-step waterfall before step/start and the
     entered batch, so it measures without the claimed prompt (spec 9.2, 13; seed S4.b; §15 G13). Side effect
     (``WITNESS_ONLY``): G2's minimised witness never closes step 1, and measured after step/start its pre-step
-    is refused by the meter (spec 4.2); closed by step/end as dsh writes it, it still loses the snapshot."""
+    meets a stuck meter (spec 4.2), which the listener warns (spec 9.3, DIVERGENCES D9); closed by step/end as dsh
+    writes it, it still loses the snapshot."""
     from surfacecheck.findings.search import first_violation
     from surfacecheck.core.trace import Step
 
@@ -340,7 +341,10 @@ def test_G13_entering_the_batch_before_pressure_removes_the_blind_spot():
     assert [s.op for s in steps[5:8]] == ["pre_step", "append", "pre_step"]
     closed = steps[:7] + [Step("append", {"event": {"type": "step/end", "data": {"turn": 1, "step": 1}}})] + steps[7:]
     with PATCHES[finding_id]():
-        assert _refusals(g2.id) == [(8, "token-meter")]
+        assert _refusals(g2.id) == []
+        runtime = ModelRuntime()
+        answers = [runtime.call(step.op, step.args) for step in steps[:8]]
+        assert answers[7]["kind"] == "warned" and answers[7]["failure"]["rule"] == "token-meter", answers[7]
         survived = first_violation(closed, g2.promise)
     assert survived is not None and survived.step == len(closed), "the G13 fix also fixed G2's rule"
     assert first_violation(closed, g2.promise).step == len(closed)  # the completed witness, unpatched
