@@ -2,7 +2,7 @@
 // are the model's names (model/errors.py), chosen from the class dsh threw (its own classes, exposed by
 // hooks.mjs) and from where it came from (a session append, the summarize hook); `message` is dsh's text.
 import { AppendRefused } from './engine.mjs';
-import { appendRefusal, METER } from './refusal.mjs';
+import { appendRefusal, METER, meterStuckSeq } from './refusal.mjs';
 
 export const isAbort = (error) => error?.name === 'AbortError';
 
@@ -27,10 +27,7 @@ export function failureOf(comp, error) {
   // the token meter throws plain Errors prefixed by its fold (spec 4.2): the measurement a compaction step took met
   // an event the meter cannot fold; the seq is the event it is stuck on, as the `measure` op names it
   if (error instanceof Error && error.constructor === Error && METER[2].test(message)) {
-    const session = comp.world.session;
-    const state = comp.world.ctx.tokenMeter.states.get(session);
-    const stuck = state && state.consumedEvents < session.events.length ? state.consumedEvents : null;
-    return make(METER[0], METER[1], stuck);
+    return make(METER[0], METER[1], meterStuckSeq(comp.world));
   }
   if (error instanceof Error && error.constructor === Error) return make('CompactionError', 'compaction');
   return make('ModelError', 'message-shape');

@@ -1,7 +1,7 @@
 // Level `log` (spec 1-5): every answer is a call into dsh — `Session.append`, `session.surface`,
 // `toolPairingBalancedBefore/After`, `TokenMeter.measure()`, the `contextPressure` projection unit.
 import { setClock, clock } from './clock.mjs';
-import { ProtocolError, appendRefusal, foldError, pairingRefusal, METER } from './refusal.mjs';
+import { ProtocolError, appendRefusal, foldError, pairingRefusal, METER, meterStuckSeq } from './refusal.mjs';
 
 const EVENT_KEYS = new Set(['type', 'data', 'time', 'surfaceOp', 'sourceEventSeqs']);
 
@@ -74,9 +74,7 @@ export function logOps(world) {
       } catch (err) {
         // A fold error names the unread event (the meter stays there, spec 4.2); an error assembling the
         // measurement after every event was folded (headerEquals over a header dsh cannot compare) names none.
-        const state = world.ctx.tokenMeter.states.get(session);
-        const seq = state && state.consumedEvents < session.events.length ? state.consumedEvents : null;
-        return { error: foldError(err, seq, METER) };
+        return { error: foldError(err, meterStuckSeq(world), METER) };
       }
     },
     projection(args) {

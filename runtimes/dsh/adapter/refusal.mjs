@@ -29,6 +29,14 @@ export function foldError(err, seq, family) {
 }
 
 export const METER = ['TokenMeterError', 'token-meter', /^(token meter|token surface|cannot assemble)/];
+
+/** The seq of the event dsh's token meter is stuck on (its fold failed there and retries it, spec 4.2), or null
+ * when it has read the whole log (an error assembling a measurement names no event). */
+export function meterStuckSeq(world) {
+  const session = world.session;
+  const state = world.ctx.tokenMeter.states.get(session);
+  return state && state.consumedEvents < session.events.length ? state.consumedEvents : null;
+}
 export const CLAIM = ['ProjectionClaimError', 'shadow-claim-mismatch', /no adjacent shadow price/];
 
 /** toolPairingBalancedBefore/After threw (spec 3). */

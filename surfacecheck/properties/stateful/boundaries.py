@@ -218,11 +218,7 @@ class Boundaries:
             return
         self.enter_turn()
         for attempt in range(target.max_overflow_retries + 1):
-            self.append(ev.user_message("p" * 800, self.fresh("u")), "user/message: a long prompt")
-            result = self.do("request_error", {"code": ev.OVERFLOW_CODE, "summaries": [{"outcome": "text",
-                                                                                     "ratio": 0.1}]},
-                             f"agent/request-error {ev.OVERFLOW_CODE} #{attempt + 1} of a budget of "
-                             f"{target.max_overflow_retries}")
+            result = self.overflow_after_a_long_prompt(f"#{attempt + 1} of a budget of {target.max_overflow_retries}")
             if result.get("retries") == target.max_overflow_retries and result.get("kind") == "next":
                 self.landed("overflow budget +0")
         if reset == "idle":
@@ -234,6 +230,11 @@ class Boundaries:
             self.append(ev.assistant_message(self.turn, self.step, self.fresh("a"), "done", []),
                         "assistant/message (count reset)")
             self.answered = True
+        self.overflow_after_a_long_prompt(f"after {reset}")
+
+    def overflow_after_a_long_prompt(self, label: str) -> dict:
+        """A long prompt (so recovery has something to compact), then a context overflow with a summary that
+        shrinks (spec 10.2); the overflow's result."""
         self.append(ev.user_message("p" * 800, self.fresh("u")), "user/message: a long prompt")
-        self.do("request_error", {"code": ev.OVERFLOW_CODE, "summaries": [{"outcome": "text", "ratio": 0.1}]},
-                f"agent/request-error {ev.OVERFLOW_CODE} after {reset}")
+        return self.do("request_error", {"code": ev.OVERFLOW_CODE, "summaries": [{"outcome": "text", "ratio": 0.1}]},
+                       f"agent/request-error {ev.OVERFLOW_CODE} {label}")

@@ -10,7 +10,7 @@ be read.
 """
 from __future__ import annotations
 
-ABSENT = object()
+from surfacecheck.model.event import ABSENT
 
 
 class Occupancy:
