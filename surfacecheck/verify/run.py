@@ -8,6 +8,7 @@ later run replays that folder first: a regression that fails again is a violatio
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 import json
 import re
 import shlex
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from surfacecheck.core.verdict import Verdict
+from surfacecheck.properties.stateful.inputs import report as input_report
 from surfacecheck.core.words import count
 from surfacecheck.core.protocol import RuntimeUnavailable
 from surfacecheck.runtime.select import open_runtime
@@ -65,6 +67,14 @@ class VerifyReport:
     def exit_code(self) -> int:
         return Verdict(self.status).exit_code
 
+    @property
+    def inputs(self) -> dict[str, dict]:
+        """Per schema of dsh's input space, the kinds and forms the levels generated (:mod:`..inputs`)."""
+        total: Counter = Counter()
+        for lv in self.levels:
+            total.update(lv.operations)
+        return input_report(total)
+
     def to_json(self) -> dict:
         steps = sum(lv.steps for lv in self.levels)
         secs = sum(lv.seconds for lv in self.levels)
@@ -73,6 +83,7 @@ class VerifyReport:
                 "steps": steps, "steps_per_second": round(steps / secs, 1) if secs else 0.0,
                 "seconds": round(self.seconds, 3), "levels": [lv.to_json() for lv in self.levels],
                 "regressions": self.regressions, "traces": self.traces, "unavailable": self.unavailable,
+                "inputs": self.inputs,
                 "stderr": self.stderr[-2000:] if self.stderr else "",
                 **({"distributed": self.distributed} if self.distributed is not None else {})}
 
@@ -94,6 +105,10 @@ class VerifyReport:
                 lines.append(f"    runtime unavailable: {lv.unavailable}")
                 if lv.stderr:
                     lines.append("    stderr: " + lv.stderr.strip().replace("\n", "\n            ")[-1500:])
+        if self.levels:
+            inputs = self.inputs
+            lines.append("  inputs generated: " + ", ".join(f"{schema} {entry['generated']}/{entry['forms']}"
+                                                            for schema, entry in inputs.items()))
         if self.unavailable:
             lines.append(f"  runtime unavailable: {self.unavailable}")
             if self.stderr:

@@ -19,6 +19,7 @@ from surfacecheck.core.protocol import ProtocolError, Runtime, RuntimeUnavailabl
 from surfacecheck.core.trace import Step, Violation
 from surfacecheck.properties.stateful.lockstep import Lockstep
 
+from .inputs import forms_of, key as input_key
 from .selection import OneDrawRules
 
 
@@ -122,6 +123,9 @@ class LockstepMachine(RuleBasedStateMachine):
         ctx.steps += 1
         kind = f"append {args['event'].get('type')}" if op == "append" and isinstance(args.get("event"), dict) else op
         ctx.operations[kind] = ctx.operations.get(kind, 0) + 1
+        for schema, form in forms_of(op, args, result):
+            name = input_key(schema, form)
+            ctx.operations[name] = ctx.operations.get(name, 0) + 1
         if violation is not None:
             ctx.failure = (list(self.lockstep.steps), violation)
             raise LockstepFailure(violation)
@@ -166,11 +170,16 @@ class LockstepMachine(RuleBasedStateMachine):
         self.context.operations[key] = self.context.operations.get(key, 0) + 1
 
     def next_offset(self, boundary: str) -> int:
-        """The offset this boundary lands at next: picked by the log's length and the meter's total, moved on by the
-        boundary's earlier calls in the example (a function of the state, so of the choices that built it)."""
+        """The offset this boundary lands at next (:meth:`pick` over -1/0/+1)."""
+        return self.pick(boundary, OFFSETS)
+
+    def pick(self, name: str, options: tuple):
+        """The option ``name`` takes next: picked by the log's length and the meter's total, moved on by the
+        earlier calls of ``name`` in the example (a function of the state, so of the choices that built it; drawn
+        options follow Hypothesis's choice distribution, which favours the first, and miss cases at a fixed seed)."""
         calls = self.__dict__.setdefault("boundary_calls", {})
-        calls[boundary] = calls.get(boundary, -1) + 1
-        return OFFSETS[(len(self.events) + (self.total() or 0) + calls[boundary]) % len(OFFSETS)]
+        calls[name] = calls.get(name, -1) + 1
+        return options[(len(self.events) + (self.total() or 0) + calls[name]) % len(options)]
 
     def prices(self) -> list[int] | None:
         measure = self.ask("measure")

@@ -13,6 +13,8 @@ overflow budget           the recovery count against `maxOverflowRetries` (`retr
 prune threshold           a tool result's text code points against `thresholdChars` (`<=`)          6
 retention budget          the tail's summed prices against `retainTokens` (`acc >= retain`)          7
 shrink rule               the framed summary's price against the shadowed price (`>=`)               8.2 step 10
+retention threshold       `retainTokens` against the threshold tokens (`retain >= threshold` refused) 9.1
+context window            the routed model's context window against zero (`window <= 0` refused)     9.1
 ========================  =========================================================================  =========
 
 The meter's anchor (`P >= E`, spec 4.2) is drawn by the log machine (``usage_on_the_anchor``), so every level has it.
@@ -238,3 +240,41 @@ class Boundaries:
         self.append(ev.user_message("p" * 800, self.fresh("u")), "user/message: a long prompt")
         return self.do("request_error", {"code": ev.OVERFLOW_CODE, "summaries": [{"outcome": "text", "ratio": 0.1}]},
                        f"agent/request-error {ev.OVERFLOW_CODE} {label}")
+
+    @precondition(lambda self: self.threshold() is not None)
+    @rule()
+    def target_spec_on_its_limits(self):
+        """Spec 9.1's `resolveCompactSpec` refuses a context window that is not a positive integer
+        (`contextWindow <= 0`) and a retention that is not below the threshold tokens (`retainTokens >=
+        thresholdTokens`), each a TargetPressureConfigError the pressure listener warns once per target: one of the
+        two (the state picks) one below, on, or one above its limit, then the pressure listener."""
+        if self.pick("target spec limit", ("retention", "window")) == "window":
+            self.window_on_zero()
+        else:
+            self.retention_on_the_threshold()
+
+    def retention_on_the_threshold(self):
+        """`retainTokens` one below, on, or one above the threshold tokens, then the pressure listener."""
+        threshold, offset = self.threshold(), self.next_offset("retention threshold")
+        policy = {key: value for key, value in self.policy.items() if key != "retainRatio"}
+        policy["retainTokens"] = threshold + offset
+        if policy["retainTokens"] < 0:
+            return
+        result = self.do("configure", {"policy": policy, "context_window": self.window},
+                         f"retainTokens at the threshold {offset:+d} ({threshold + offset})")
+        if "error" in result:
+            return
+        self.policy = policy
+        self.landed(f"retention threshold {offset:+d}")
+        self.enter_turn()
+        self.do("pre_step", {}, f"agent/pre-step with retainTokens at the threshold {offset:+d}")
+
+    def window_on_zero(self):
+        """The routed model's context window at -1, 0 or 1, the pressure listener, then the window back."""
+        offset = self.next_offset("context window")
+        window = self.window
+        self.do("configure", {"policy": self.policy, "context_window": offset}, f"a context window of {offset}")
+        self.landed(f"context window {offset:+d}")
+        self.enter_turn()
+        self.do("pre_step", {}, f"agent/pre-step under a context window of {offset}")
+        self.do("configure", {"policy": self.policy, "context_window": window}, f"the context window back at {window}")

@@ -13,6 +13,8 @@ import functools
 
 from hypothesis import strategies as st
 
+from surfacecheck.runtime.dsh_vocabulary import vocabulary
+
 from surfacecheck.model.runtime_context import CLEARED, CONTEXT_HEADER, RUNTIME_CONTEXT_SOURCE
 from surfacecheck.model.summarizer import PREAMBLE
 
@@ -154,6 +156,18 @@ LOG_ONLY = (
     ("request/context", {"provider": PROVIDER, "model": MODELS[0], "contextWindow": 4000}),
     ("agent/inbox/spliced", {"target": "pending", "start": 0, "inserted": []}),
 )
+
+WRITTEN_BY_RULES = frozenset({
+    "user/message", "assistant/message", "assistant/chunk", "tool/call", "tool/result", "turn/start", "turn/end",
+    "step/start", "step/end", "request/header", "request/context", "agent/inbox/spliced", "compaction/start",
+    "compaction/prune", "compaction/summary", "compaction/end", "command/run", "command/done", "session/end-seed"})
+"""The event types the machines' own rules write, or the runtime under test writes itself (``/compact``'s
+command bracket, a reload's seed marker)."""
+
+OTHER_TYPES = tuple(t for t in vocabulary().events if t not in WRITTEN_BY_RULES)
+"""Every other event type dsh's read path knows (its vocabulary): events of other plugins, which the
+compaction path reads past (spec 2: not surface events); each is appended as a log-only event."""
+
 
 usage_strategy = st.fixed_dictionaries({"inputTokens": st.integers(0, 3000), "outputTokens": st.integers(0, 200)},
                                        optional={"cacheReadTokens": st.integers(0, 500),

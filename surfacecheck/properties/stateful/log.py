@@ -175,10 +175,19 @@ class LogMachine(LockstepMachine):
                             f"tool/result for {call} citing tool/call {call_seq}")
         self.end_step(False)
 
-    @rule(which=st.sampled_from(ev.LOG_ONLY))
-    def log_only(self, which):
-        kind, data = which
-        self.append({"type": kind, "data": data}, f"{kind}: log-only, expires any armed claim")
+    @rule(which=st.one_of(st.sampled_from(ev.LOG_ONLY), st.just(None)), ignorable=st.booleans())
+    def log_only(self, which, ignorable):
+        """A log-only event: one the compaction path reads (agent status, request context, inbox splices) or, when
+        ``which`` is None, three of other plugins' (consecutive in :data:`events.OTHER_TYPES` from a start the state
+        picks), sometimes marked ``ignorable``."""
+        if which is not None:
+            kind, data = which
+            self.append({"type": kind, "data": data}, f"{kind}: log-only, expires any armed claim")
+            return
+        start = self.pick("other event types", tuple(range(len(ev.OTHER_TYPES))))
+        for kind in (ev.OTHER_TYPES * 2)[start:start + 3]:
+            event = {"type": kind, "data": {"note": kind}, **({"ignorable": True} if ignorable else {})}
+            self.append(event, f"{kind}: another plugin's event, log-only{' (ignorable)' if ignorable else ''}")
 
     # -- the metering producers (spec 5.1, 6, 8.2) --------------------------------------------------
     @rule(pick=st.integers(0, 50), error=st.sampled_from((0, 0, 0, 1, -2)), interloper=st.booleans(),

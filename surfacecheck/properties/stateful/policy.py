@@ -15,7 +15,11 @@ from hypothesis.stateful import initialize, precondition, rule
 
 
 from . import events as ev
+from surfacecheck.model.event import ABSENT
+from surfacecheck.runtime.dsh_vocabulary import vocabulary
+
 from .boundaries import Boundaries
+from .inputs import PRUNER_KEY, forms_of_type, values_of_form
 from .log import LogMachine
 
 override = st.fixed_dictionaries({"provider": st.just(ev.PROVIDER), "model": st.sampled_from(ev.MODELS)}, optional={
@@ -65,6 +69,41 @@ config_probes = st.fixed_dictionaries({}, optional={
         "tailChars": st.sampled_from((40, 0, 150, 1.5, None)), "marker": st.just("...")}),
 })
 
+VALID_MODEL_POLICY = {"provider": ev.PROVIDER, "model": ev.MODELS[0]}
+VALID_PRUNER = {"thresholdChars": 200, "headChars": 60, "tailChars": 40}
+PROBES_PER_CALL = 40
+FIELD_FORMS = tuple((schema, path, form) for schema, fields in vocabulary().config.items()
+                    for path, field in fields.items() for form in forms_of_type(field))
+"""Every form of every field of dsh's config schemas (compaction-basic's, the pruner's: its vocabulary)."""
+
+
+def _values(schema: str, path: str, form: str) -> tuple:
+    """The values of one form of one field (``ABSENT``: the field left out)."""
+    field = vocabulary().config[schema][path]
+    if form == "absent":
+        return (ABSENT,)
+    if path == "modelPolicies" and form == "non-empty":  # one route twice, refused as a duplicate; valid lists
+        return ([VALID_MODEL_POLICY, VALID_MODEL_POLICY],)  # come from `policies`
+    if form in ("empty", "an object") and field["type"] in ("array", "object"):
+        return ([] if field["type"] == "array" else dict(VALID_MODEL_POLICY)),
+    return values_of_form(field, form)
+
+
+def _probed(schema: str, path: str, value, base: dict) -> dict:
+    """``base`` with one field set to ``value`` (removed when ABSENT); a field of a model policy or of the
+    pruner's config is set on a valid one."""
+    def put(target: dict, name: str) -> dict:
+        out = dict(target)
+        out.pop(name, None)
+        return out if value is ABSENT else {**out, name: value}
+    if schema == "tool-result-pruner":
+        return {**base, PRUNER_KEY: put(base.get(PRUNER_KEY) or VALID_PRUNER, path)}
+    if path == "modelPolicies[]":
+        return {**base, "modelPolicies": [value]}
+    if path.startswith("modelPolicies[]."):
+        return {**base, "modelPolicies": [put(VALID_MODEL_POLICY, path.split(".", 1)[1])]}
+    return put(base, path)
+
 
 class PolicyMachine(Boundaries, LogMachine):
     level = "policy"
@@ -83,13 +122,29 @@ class PolicyMachine(Boundaries, LogMachine):
         self.do("configure", args, f"policy {policy}, context window {window}")
         self.append(ev.header(ev.MODELS[0]), f"request/header {ev.PROVIDER}/{ev.MODELS[0]} routes the session")
 
-    @rule(policy=config_probes)
+    @rule(policy=st.one_of(config_probes, st.just(None)))
     def reconfigure(self, policy):
-        """A new runtime policy, most often one dsh refuses (spec 9.1): a refused one leaves the last in force."""
+        """A new runtime policy, most often one dsh refuses (spec 9.1): a refused one leaves the last in force.
+        ``None``: :meth:`probe_fields` instead."""
+        if policy is None:
+            return self.probe_fields()
         result = self.do("configure", {"policy": policy, "context_window": self.window},
                          f"configure a probed policy {policy}")
         if "error" not in result:
             self.policy = policy
+
+    def probe_fields(self):
+        """Fields of dsh's config schemas, one at a time on the policy in force, each in one of its forms: every
+        check dsh's resolver makes is met alone (several wrong fields at once meet only the first check in the
+        resolver's order). :data:`PROBES_PER_CALL` consecutive forms of :data:`FIELD_FORMS` from a start the state
+        picks."""
+        start = self.pick("field forms", tuple(range(len(FIELD_FORMS))))
+        for schema, path, form in (FIELD_FORMS * 2)[start:start + PROBES_PER_CALL]:
+            policy = _probed(schema, path, self.pick(f"{path} {form}", _values(schema, path, form)), self.policy)
+            result = self.do("configure", {"policy": policy, "context_window": self.window},
+                             f"configure {schema} {path}: {form} on the policy in force: {policy}")
+            if "error" not in result:
+                self.policy = policy
 
     @rule(scripts=st.one_of(st.none(), st.lists(ev.summary_scripts, min_size=1, max_size=3)))
     def pre_step(self, scripts):
@@ -122,7 +177,7 @@ class PolicyMachine(Boundaries, LogMachine):
             args["aborted"] = True
         self.do("request_error", args, f"agent/request-error {args['code']}")
 
-    @rule(words=st.sampled_from(("", "", "now", "please keep the plan")), script=ev.summary_scripts,
+    @rule(words=st.sampled_from(("", "", "  ", "now", "please keep the plan")), script=ev.summary_scripts,
           aborted=ev.rarely)
     def manual_compact(self, words, script, aborted):
         args = {"args": words, "summary": script}
