@@ -43,7 +43,7 @@ BOUNDARIES = {
     "meter anchor": ("anchor-strict", "the anchor's estimate +0"),
     "overflow budget": ("overflow-budget-exclusive", None),  # also met by the plain overflow rule
     "pressure threshold": ("threshold-inclusive", "threshold +0"),
-    "prune threshold": ("prune-threshold-exclusive", "threshold +0 chars"),
+    "prune threshold": ("prune-threshold-exclusive", "threshold -1, +0, +1 chars"),
     "retention budget": ("retention-budget-exclusive", ("priced +0", "retainTokens at the threshold")),
     "shrink rule": ("shrink-rule-inclusive", "shadowed price +0"),
     # the model's resolveCompactSpec is the embedded runtime's too (no seam to seed): the patched dsh below

@@ -64,3 +64,36 @@ def test_a_log_without_compaction_reaches_none():
 
 def test_every_audit_rule_has_a_judge_and_every_judge_a_rule():
     assert set(situations.JUDGES) == set(RULES)
+
+
+def _ranges_of(*spans):
+    return [{"startOffset": s, "endOffset": e, "count": c} for s, e, c in spans]
+
+
+def test_a_block_left_out_of_a_dump_counts_as_its_container():
+    from surfacecheck.coverage.branches import sum_blocks
+
+    body = (_offset(SCRIPT, "{\n  if"), _offset(SCRIPT, "\nf(1)"))
+    taken = (_offset(SCRIPT, "{\n    return 1"), _offset(SCRIPT, "\n  return 2"))
+    rest = (_offset(SCRIPT, "\n  return 2"), _offset(SCRIPT, "\n}\n//"))
+    top = [{"ranges": _ranges_of((0, len(SCRIPT), 1))}]
+    # process 1 called f(1): the `if` arm ran (merged into the body), `return 2` never did
+    one = top + [{"ranges": _ranges_of((*body, 1), (*rest, 0))}]
+    # process 2 called f(0): the arm was skipped, `return 2` ran (merged)
+    two = top + [{"ranges": _ranges_of((*body, 1), (*taken, 0))}]
+    blocks = {(b.start, b.end): b for b in sum_blocks([one])}
+    assert blocks[rest].unreached and not blocks[body].unreached and blocks[body].function
+    summed = {(b.start, b.end): b for b in sum_blocks([one, two])}
+    assert (summed[rest].count, summed[rest].parent) == (1, 2) and not summed[rest].unreached
+    assert (summed[taken].count, summed[taken].parent) == (1, 2)
+    assert sum_blocks([two])[-1].unreached  # the arm never taken in a run of f(0) alone
+
+
+def test_dsh_own_ignore_comment_is_the_reason():
+    from surfacecheck.coverage.branches import ignored
+
+    lines = ["a();", "/* v8 ignore next -- closed-union exhaustiveness guard */", "default: return x;",
+             "/* v8 ignore start -- unreachable */", "b();", "c();", "/* v8 ignore stop */", "d();"]
+    assert ignored(lines, 3) == "dsh marks it `v8 ignore next`: closed-union exhaustiveness guard"
+    assert ignored(lines, 6) == "dsh marks it `v8 ignore start`: unreachable"
+    assert ignored(lines, 8) is None and ignored(lines, 1) is None

@@ -1,6 +1,6 @@
 """dsh's whole input space is generated at the ``ci`` profile (``properties/stateful/inputs.py``).
 
-The space is read from dsh's own packages (``runtimes/dsh/vocabulary.json``, :mod:`surfacecheck.runtime.dsh_vocabulary`):
+The space is read from dsh's own packages (``surfacecheck/runtime/dsh_vocabulary.json``, :mod:`surfacecheck.runtime.dsh_vocabulary`):
 every event type its read path knows, every content-block kind its meter prices apart, every field of its config
 schemas in each form its type has, every refusal of its config resolvers and the ``/compact`` grammar. A form a run
 never generates is listed by schema; here none may be missing, and the committed vocabulary must be the installed dsh's.

@@ -4,7 +4,8 @@
   stage), restricted to the runtime's own package (``surfacecheck/runtime/embedded`` or ``model``).
 * ``dsh``: every node process the ``dsh`` runtime starts inherits ``NODE_V8_COVERAGE`` and writes V8's block
   coverage when it exits; :mod:`.v8` turns it into line coverage per dsh source file, restricted to the
-  compaction-relevant files (:data:`DSH_FILES`). The ``dsh`` stage runs dsh's library under any runtime, so a
+  compaction-relevant files (:data:`DSH_FILES`), and :mod:`.branches` into branch coverage: each file's blocks
+  whose container ran, and the arms never taken, each with the reason when one is known. The ``dsh`` stage runs dsh's library under any runtime, so a
   check of ``embedded`` reports dsh's coverage too, as that stage's.
 * ``cmd:`` runtimes are other processes in any language: not measured, and said so.
 
@@ -142,7 +143,10 @@ class Collector:
         files: list[FileCoverage] = read_dsh_coverage(self.v8_dir, DSH_FILES)
         result = CodeCoverage("dsh", "v8")
         for f in files:
-            result.files.append(_row(f.key, f.lines, f.covered, f.missed(), f.bundle))
+            row = _row(f.key, f.lines, f.covered, f.missed(), f.bundle)
+            row.update({"branches": f.branches, "branches_reached": f.branches_reached,
+                        "unreached": sorted(f.unreached, key=lambda u: u["line"])})
+            result.files.append(row)
             self._counted[("dsh", f.key)] = sorted(f.hits)
         if not files:
             result.note = "no dsh process wrote coverage (none ran, or each was killed before it could)"

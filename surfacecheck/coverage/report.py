@@ -6,6 +6,7 @@ Three kinds, per source (``scenarios``, ``corpus``, ``e2e``, ``verify``, ``explo
 * ``transitions``: how often each kind of transition was taken: the event types the logs hold, the protocol
   operations the lockstep ran per level, the explorer's labelled actions; and ``rules``: how many events each
   audit rule judged (:data:`.situations.JUDGES`), the rules no source exercised listed;
+* ``inputs``: per schema of dsh's input space, the kinds and forms verify generated (:mod:`surfacecheck.properties.stateful.inputs`);
 * ``sometimes``: each named situation of :data:`.situations.WITNESSES` with the first place that reached it
   (source, log or script, seq), the ones never reached listed: ``check --strict`` fails on those.
 """
@@ -58,7 +59,7 @@ def scan_logs(paths: Iterable[tuple[str, Path]]) -> dict[str, Scan]:
 
 
 def build(code: list[dict], scans: dict[str, Scan], verify_ops: dict[str, dict[str, int]] | None = None,
-          explore_actions: dict[str, int] | None = None) -> dict[str, Any]:
+          explore_actions: dict[str, int] | None = None, inputs: dict[str, dict] | None = None) -> dict[str, Any]:
     """The coverage document from what each source reported."""
     sources = {}
     for name, scan in scans.items():
@@ -83,6 +84,7 @@ def build(code: list[dict], scans: dict[str, Scan], verify_ops: dict[str, dict[s
                         "rules": rules_total,
                         "rules_never_exercised": [rule for rule, n in rules_total.items() if n == 0]},
         "sometimes": {"witnesses": sometimes, "unreached": [w["id"] for w in sometimes if not w["reached"]]},
+        **({"inputs": inputs} if inputs else {}),
     }
 
 
@@ -101,4 +103,4 @@ def for_check(code: list[dict], logs: Iterable[tuple[str, Path]], stages: dict[s
     verify = stages.get("verify") or {}
     ops = {lv["level"]: lv.get("operations") or {} for lv in verify.get("levels") or []}
     actions = ((stages.get("explore") or {}).get("model") or {}).get("actions")
-    return build(code, scans, ops or None, actions)
+    return build(code, scans, ops or None, actions, verify.get("inputs"))

@@ -6,7 +6,8 @@ count is the count of the innermost range holding its first non-blank character 
 range overrides its container). dsh ships each package as one bundle ``lib/index.js`` whose ``//#region
 lib/types/<file>.js`` markers delimit its source files (``region.js`` is ``region.ts``), so the lines are
 attributed to those files; line numbers are the bundle's, the lines a dsh engineer opens in ``node_modules``.
-Comment-only and blank lines are not counted.
+Comment-only and blank lines are not counted. Branches (the blocks of a decision, and the arms never taken) are
+summed by :mod:`.branches` and attributed to the same files.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from .branches import Block, ignored, reasons, sum_blocks
 
 REGION = re.compile(r"^//#region (\S+)")
 ENDREGION = "//#endregion"
@@ -30,6 +33,9 @@ class FileCoverage:
     name: str
     bundle: str
     hits: dict[int, int] = field(default_factory=dict)
+    branches: int = 0  # blocks whose container ran
+    branches_reached: int = 0
+    unreached: list[dict] = field(default_factory=list)  # {line, end_line, kind, code, why}
 
     @property
     def key(self) -> str:
@@ -121,11 +127,39 @@ def package_of(url: str) -> tuple[str, Path] | None:
     return None
 
 
+def attribute_blocks(files: list[FileCoverage], text: str, blocks: list[Block], known: dict[str, str]) -> None:
+    """Count each file's branches and list its unreached blocks (bundle line numbers), with the reason known."""
+    lines, starts = _utf16_line_starts(text)
+    by_line = {}
+    for f in files:
+        for line in f.hits:
+            by_line[line] = f
+    for block in blocks:
+        if block.parent == 0:
+            continue  # inside code that never ran (or the script itself): its lines are the missed ones
+        line = bisect.bisect_right(starts, block.start) - 1
+        # a block starts at its `{` or just after a `return`/`}`: judge it by its first counted line
+        first = next((n for n in range(line + 1, min(len(lines), line + 4) + 1) if n in by_line), None)
+        f = by_line.get(first) if first is not None else None
+        if f is None:
+            continue
+        if not block.function:
+            f.branches += 1
+            f.branches_reached += block.count > 0
+        if block.unreached:
+            code = lines[first - 1].strip()[:100]
+            end = bisect.bisect_right(starts, max(block.start, block.end - 1))
+            why = ignored(lines, first) or known.get(f"{f.key}: {code}")
+            f.unreached.append({"line": first, "end_line": end, "kind": "function" if block.function else "branch",
+                                "code": code, "why": why})
+
+
 def read_dsh_coverage(folder: Path, wanted: dict[str, tuple[str, ...]]) -> list[FileCoverage]:
     """Every ``coverage-*.json`` in ``folder``, summed over processes, for the ``wanted`` files:
     ``{package: (file names...)}`` (an empty tuple: every file of the package)."""
     totals: dict[tuple[str, str], dict[int, int]] = {}
     bundles: dict[str, Path] = {}
+    dumps: dict[str, list[list[dict]]] = {}
     for dump in sorted(folder.glob("coverage-*.json")):
         try:
             result = json.loads(dump.read_text(encoding="utf-8")).get("result", [])
@@ -137,16 +171,18 @@ def read_dsh_coverage(folder: Path, wanted: dict[str, tuple[str, ...]]) -> list[
                 continue
             package, bundle = found
             bundles[package] = bundle
+            dumps.setdefault(package, []).append(script.get("functions", []))
             counts = line_counts(bundle.read_text(encoding="utf-8"), script.get("functions", []))
             for line, count in counts.items():
                 slot = totals.setdefault((package, str(bundle)), {})
                 slot[line] = slot.get(line, 0) + count
-    files = []
+    files, known = [], reasons()
     for package in sorted(wanted):
         if package not in bundles:
             continue
         counts = totals[(package, str(bundles[package]))]
-        for f in split_regions(bundles[package], package, counts):
-            if not wanted[package] or f.name in wanted[package]:
-                files.append(f)
+        chosen = [f for f in split_regions(bundles[package], package, counts)
+                  if not wanted[package] or f.name in wanted[package]]
+        attribute_blocks(chosen, bundles[package].read_text(encoding="utf-8"), sum_blocks(dumps[package]), known)
+        files += chosen
     return files

@@ -87,7 +87,8 @@ def _emit(agent: Agent, type_: str, data, **kw) -> tuple[Agent, object]:
     clock = agent.clock + 1
     session, event = append(agent.session, type_, data, time=clock, **kw)
     retained = fold_retained(agent.retained, event)
-    overflow = reset_overflow(agent.overflow, type_, data.get("status") if isinstance(data, dict) else None)
+    overflow = reset_overflow(agent.overflow, type_, data.get("status") if isinstance(data, dict) else None,
+                              agent.env.policy.compaction.auto)
     return replace(agent, session=session, clock=clock, retained=retained, overflow=overflow), event
 
 
@@ -96,7 +97,7 @@ def _absorb(agent: Agent, before: Session, after: Session, labels: tuple[str, ..
     retained, overflow = agent.retained, agent.overflow
     for event in after.log[len(before.log):]:
         retained = fold_retained(retained, event)
-        overflow = reset_overflow(overflow, event.type)
+        overflow = reset_overflow(overflow, event.type, auto=agent.env.policy.compaction.auto)
     clock = after.log[-1].time if len(after.log) > len(before.log) else agent.clock
     return replace(agent, session=after, retained=retained, overflow=overflow, clock=max(clock, agent.clock),
                    trace=agent.trace + labels)

@@ -202,8 +202,13 @@ def on_request_error(session: Session, state: OverflowState, failure_code: str, 
             OverflowState(state.retries + 1, True), True)
 
 
-def reset_overflow(state: OverflowState, event_type: str, status: str | None = None) -> OverflowState:
-    """Spec 10.2 (DISAGREES D3): cleared on `agent/status` idle and on any `assistant/message` after an overflow."""
+def reset_overflow(state: OverflowState, event_type: str, status: str | None = None,
+                   auto: bool = True) -> OverflowState:
+    """Spec 10.2 (DISAGREES D3): cleared on `agent/status` idle and on any `assistant/message` after an overflow,
+    by the `agent/status` and `session/event` listeners that `_registerAutomaticCompaction()` adds: with ``auto:
+    false`` neither is registered and a count carried over from an earlier policy stays (spec 9.3; D12)."""
+    if not auto:
+        return state
     if (event_type == "agent/status" and status == "idle") or (event_type == "assistant/message" and state.seen_overflow):
         return OverflowState(0, state.seen_overflow)
     return state

@@ -1,6 +1,6 @@
 """What dsh itself accepts, as data: the input space the generators are derived from and judged against.
 
-``runtimes/dsh/vocabulary.json`` is read from dsh's own packages by ``runtimes/dsh/adapter/vocabulary.mjs``:
+``dsh_vocabulary.json`` (next to this module) is read from dsh's own packages by ``runtimes/dsh/adapter/vocabulary.mjs``:
 the event types its read path understands (dsh-session's ``KNOWN_SESSION_EVENT_TYPES``), the content-block kinds
 its token meter prices apart (``estimateContent``'s cases, spec 4.1), the config schemas of compaction-basic and
 the tool-result pruner field by field (spec 9.1, 6), every refusal message of their config resolvers with its
@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.protocol import RuntimeUnavailable
-from .dsh import ADAPTER, adapter_command
 
-FILE = ADAPTER / "vocabulary.json"
-SCRIPT = ADAPTER / "adapter" / "vocabulary.mjs"
+FILE = Path(__file__).with_name("dsh_vocabulary.json")
+SCRIPT = Path(__file__).resolve().parents[2] / "runtimes" / "dsh" / "adapter" / "vocabulary.mjs"
 
 
 @dataclass(frozen=True)
@@ -69,6 +68,8 @@ def vocabulary() -> Vocabulary:
 
 def read_installed(spec: str = "dsh", timeout: float = 120.0) -> dict:
     """The vocabulary of the dsh that ``spec`` names (installing the pinned packages if needed)."""
+    from .dsh import adapter_command
+
     argv, env = adapter_command(spec)
     try:
         done = subprocess.run([argv[0], str(SCRIPT)], env=env, capture_output=True, text=True, timeout=timeout)
@@ -86,7 +87,7 @@ def render(doc: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m surfacecheck.runtime.dsh_vocabulary",
-        description="Compare runtimes/dsh/vocabulary.json with what the installed dsh accepts (exit 1 when they "
+        description="Compare surfacecheck/runtime/dsh_vocabulary.json with what the installed dsh accepts (exit 1 when they "
                     "differ); --write rewrites the file from dsh.")
     parser.add_argument("--runtime", default="dsh", help="dsh or dsh:DIR (a node_modules folder); default: dsh")
     parser.add_argument("--write", action="store_true", help="rewrite the committed file from the installed dsh")

@@ -52,7 +52,7 @@ class LevelState:
         if event.type == "compaction/start":
             self.starts += 1
         status = event.data.get("status") if isinstance(event.data, dict) else None
-        self.overflow = reset_overflow(self.overflow, event.type, status)
+        self.overflow = reset_overflow(self.overflow, event.type, status, self.env.policy.compaction.auto)
 
 
 def install(runtime) -> tuple[str, ...]:

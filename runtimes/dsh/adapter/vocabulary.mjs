@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // What dsh itself accepts, read from its own packages (surfacecheck.runtime.dsh_vocabulary writes
-// runtimes/dsh/vocabulary.json from this): one JSON document on stdout.
+// surfacecheck/runtime/dsh_vocabulary.json from this): one JSON document on stdout.
 //   events  - dsh-session's KNOWN_SESSION_EVENT_TYPES, the event vocabulary its read path understands;
 //   blocks  - the content-block kinds the token meter prices apart (estimateContent's cases; others: "other");
 //   config  - the config schemas of compaction-basic and the tool-result pruner, field by field;

@@ -15,6 +15,8 @@ retention budget          the tail's summed prices against `retainTokens` (`acc 
 shrink rule               the framed summary's price against the shadowed price (`>=`)               8.2 step 10
 retention threshold       `retainTokens` against the threshold tokens (`retain >= threshold` refused) 9.1
 context window            the routed model's context window against zero (`window <= 0` refused)     9.1
+
+The prune threshold, the last two and the retention walk itself land all three cases in one call.
 ========================  =========================================================================  =========
 
 The meter's anchor (`P >= E`, spec 4.2) is drawn by the log machine (``usage_on_the_anchor``), so every level has it.
@@ -140,22 +142,23 @@ class Boundaries:
     @rule()
     def result_on_the_prune_threshold(self):
         """Spec 6: a tool result prunes only when its text code points exceed `thresholdChars` (`<=` keeps it). A
-        step whose one tool result has thresholdChars + offset code points (a quarter of them astral, so a count of
-        UTF-16 units would land elsewhere), then a context overflow, whose recovery runs the pruner first (10.2)."""
-        offset = self.next_offset("prune threshold")
-        chars = self.prune_chars() + offset
-        self.tool_round([code_point_text(chars)], None, None)
-        self.landed(f"prune threshold {offset:+d}")
+        step whose three tool results have thresholdChars - 1, + 0 and + 1 code points (a quarter of them astral, so
+        a count of UTF-16 units would land elsewhere), then a context overflow, whose recovery runs the pruner first
+        (10.2) over each of them."""
+        chars = self.prune_chars()
+        self.tool_round([code_point_text(chars + offset) for offset in OFFSETS], None, None)
+        for offset in OFFSETS:
+            self.landed(f"prune threshold {offset:+d}")
         self.do("request_error", {"code": ev.OVERFLOW_CODE},
-                f"agent/request-error {ev.OVERFLOW_CODE}: recovery prunes a result of threshold {offset:+d} chars")
+                f"agent/request-error {ev.OVERFLOW_CODE}: recovery prunes results of threshold -1, +0, +1 chars")
 
     @precondition(lambda self: self.surface_size >= 2 and self.at_or_above_threshold())
     @rule(pick=st.integers(0, 50))
     def retention_on_the_budget(self, pick):
         """Spec 7's walk from the tail stops at the first node where the summed prices reach `retainTokens`
-        (`acc >= retain`): a policy whose absolute retention is the price of the last k nodes + offset, k such that
-        the cut before them is balanced (so where the walk stops is where the range ends, spec 7 step 4), then the
-        pressure listener over a total at or above the threshold."""
+        (`acc >= retain`): the walk asked at the price of the last k nodes - 1, + 0 and + 1, k such that the cut
+        before them is balanced (so where the walk stops is where the range ends, spec 7 step 4); then a policy whose
+        absolute retention is one of the three and the pressure listener over a total at or above the threshold."""
         prices, threshold = self.prices(), self.threshold()
         if not prices or threshold is None:
             return
@@ -166,6 +169,10 @@ class Boundaries:
         if not tails:
             return
         k = tails[pick % len(tails)]
+        for near in OFFSETS:  # the walk itself (selectCompactableRange, spec 7) at each of the three budgets
+            if sum(prices[-k:]) + near >= 0:
+                self.do("select_range", {"retain_tokens": sum(prices[-k:]) + near},
+                        f"selectCompactableRange: the last {k} node(s) priced {near:+d}")
         budget = sum(prices[-k:]) + offset
         policy = {key: value for key, value in self.policy.items() if key != "retainRatio"}
         policy["retainTokens"] = max(0, budget)
@@ -242,39 +249,42 @@ class Boundaries:
                        f"agent/request-error {ev.OVERFLOW_CODE} {label}")
 
     @precondition(lambda self: self.threshold() is not None)
-    @rule()
-    def target_spec_on_its_limits(self):
+    @rule(window=st.booleans())
+    def target_spec_on_its_limits(self, window):
         """Spec 9.1's `resolveCompactSpec` refuses a context window that is not a positive integer
         (`contextWindow <= 0`) and a retention that is not below the threshold tokens (`retainTokens >=
         thresholdTokens`), each a TargetPressureConfigError the pressure listener warns once per target: one of the
-        two (the state picks) one below, on, or one above its limit, then the pressure listener."""
-        if self.pick("target spec limit", ("retention", "window")) == "window":
+        two at each of one below, on and one above its limit, each followed by the pressure listener."""
+        if window:
             self.window_on_zero()
         else:
             self.retention_on_the_threshold()
 
     def retention_on_the_threshold(self):
-        """`retainTokens` one below, on, or one above the threshold tokens, then the pressure listener."""
-        threshold, offset = self.threshold(), self.next_offset("retention threshold")
-        policy = {key: value for key, value in self.policy.items() if key != "retainRatio"}
-        policy["retainTokens"] = threshold + offset
-        if policy["retainTokens"] < 0:
-            return
-        result = self.do("configure", {"policy": policy, "context_window": self.window},
-                         f"retainTokens at the threshold {offset:+d} ({threshold + offset})")
-        if "error" in result:
-            return
-        self.policy = policy
-        self.landed(f"retention threshold {offset:+d}")
-        self.enter_turn()
-        self.do("pre_step", {}, f"agent/pre-step with retainTokens at the threshold {offset:+d}")
+        """`retainTokens` one above, on, then one below the threshold tokens, each followed by the pressure listener
+        (the two refused first: the valid one may compact)."""
+        threshold = self.threshold()
+        for offset in (1, 0, -1):
+            policy = {key: value for key, value in self.policy.items() if key != "retainRatio"}
+            policy["retainTokens"] = threshold + offset
+            if policy["retainTokens"] < 0:
+                continue
+            result = self.do("configure", {"policy": policy, "context_window": self.window},
+                             f"retainTokens at the threshold {offset:+d} ({threshold + offset})")
+            if "error" in result:
+                continue
+            self.policy = policy
+            self.landed(f"retention threshold {offset:+d}")
+            self.enter_turn()
+            self.do("pre_step", {}, f"agent/pre-step with retainTokens at the threshold {offset:+d}")
 
     def window_on_zero(self):
-        """The routed model's context window at -1, 0 or 1, the pressure listener, then the window back."""
-        offset = self.next_offset("context window")
+        """The routed model's context window at -1, 0 and 1, each followed by the pressure listener; then the window
+        back."""
         window = self.window
-        self.do("configure", {"policy": self.policy, "context_window": offset}, f"a context window of {offset}")
-        self.landed(f"context window {offset:+d}")
-        self.enter_turn()
-        self.do("pre_step", {}, f"agent/pre-step under a context window of {offset}")
+        for offset in OFFSETS:
+            self.do("configure", {"policy": self.policy, "context_window": offset}, f"a context window of {offset}")
+            self.landed(f"context window {offset:+d}")
+            self.enter_turn()
+            self.do("pre_step", {}, f"agent/pre-step under a context window of {offset}")
         self.do("configure", {"policy": self.policy, "context_window": window}, f"the context window back at {window}")

@@ -22,11 +22,6 @@ bad_budgets = st.sampled_from(({"thresholdChars": 0}, {"headChars": 500, "tailCh
                                {"limit": 5}))
 
 
-CONCURRENT = ("append", "log-only", "replace")
-faults = st.fixed_dictionaries({}, optional={
-    "fail_appends": st.lists(st.sampled_from(("compaction/summary", "checkpoint", "compaction/end", "error-close")),
-                             min_size=1, max_size=2, unique=True),
-    "flush_fails": st.booleans(), "cancel_during_flush": st.booleans()})
 
 
 class CompactionMachine(LogMachine):
@@ -42,7 +37,7 @@ class CompactionMachine(LogMachine):
 
     @rule(retain=st.integers(0, 120), arbitrary=ev.rarely,
           a=st.integers(0, 50), b=st.integers(0, 50), manual=st.booleans(), script=ev.summary_scripts,
-          concurrent=ev.weighted(st.none(), st.sampled_from(CONCURRENT), 2),
+          concurrent=ev.weighted(st.none(), st.sampled_from(ev.CONCURRENT), 2),
           aborted=ev.rarely)
     def compact(self, retain, arbitrary, a, b, manual, script, concurrent, aborted):
         nodes = self.surface()
@@ -60,8 +55,8 @@ class CompactionMachine(LogMachine):
         for text in texts:
             self.append(ev.user_message(text, self.fresh("u")), "user/message: a long prompt")
 
-    @rule(retain=st.integers(0, 80), script=ev.summary_scripts, concurrent=st.sampled_from((None,) + CONCURRENT),
-          flip=ev.rarely, faults=ev.weighted(st.none(), faults, 6))
+    @rule(retain=st.integers(0, 80), script=ev.summary_scripts, concurrent=st.sampled_from((None,) + ev.CONCURRENT),
+          flip=ev.rarely, faults=ev.weighted(st.none(), ev.faults, 6))
     def compact_head(self, retain, script, concurrent, flip, faults):
         """The producers' usual call: the head span ``select_range`` proposes, automatic inside an open turn and
         manual between turns (spec 8.1 step 5), with another producer writing half the time (spec 8.2 step 12)
@@ -71,16 +66,7 @@ class CompactionMachine(LogMachine):
             self._compact(span, self.turn_open == flip, script, concurrent, False, faults)
 
     def _compact(self, span, manual, script, concurrent, aborted, faults=None):
-        script = dict(script)
-        nodes = self.surface()
-        if concurrent == "append":
-            script["concurrent"] = [["user/message", ev.user_message("meanwhile", self.fresh("u"))["data"], "append"]]
-        elif concurrent == "log-only":
-            script["concurrent"] = [["agent/status", {"status": "busy"}, None]]
-        elif concurrent == "replace":
-            last = nodes[-1]
-            script["concurrent"] = [["user/message", ev.user_message("rewritten", self.fresh("u"))["data"],
-                                     {"op": "replace", "start": last, "end": last}]]
+        script = ev.with_concurrent(script, concurrent, self.surface(), self.fresh)
         args = {"start": span["start"], "end": span["end"], "manual": manual, "summary": script}
         if aborted:
             args["aborted"] = True

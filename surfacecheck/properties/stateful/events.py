@@ -233,3 +233,28 @@ def weighted(common, rare, odds: int = 4):
 
 summary_scripts = weighted(good_summaries, odd_summaries, 3)
 rarely = st.integers(0, 7).map(lambda k: k == 0)
+
+
+CONCURRENT = ("append", "log-only", "replace")
+"""What another producer writes while a summary runs (spec 8.2 step 12): a surface append, a log-only event, or a
+replacement of the last node."""
+
+faults = st.fixed_dictionaries({}, optional={
+    "fail_appends": st.lists(st.sampled_from(("compaction/summary", "checkpoint", "compaction/end", "error-close")),
+                             min_size=1, max_size=2, unique=True),
+    "flush_fails": st.booleans(), "cancel_during_flush": st.booleans()})
+"""The outside world failing an append of the transaction or the durability flush (spec 8.3, 11.2)."""
+
+
+def with_concurrent(script: dict, concurrent: str | None, nodes: list[int], fresh) -> dict:
+    """``script`` with another producer's writes while it runs (``concurrent`` one of :data:`CONCURRENT`)."""
+    script = dict(script)
+    if concurrent == "append":
+        script["concurrent"] = [["user/message", user_message("meanwhile", fresh("u"))["data"], "append"]]
+    elif concurrent == "log-only":
+        script["concurrent"] = [["agent/status", {"status": "busy"}, None]]
+    elif concurrent == "replace" and nodes:
+        last = nodes[-1]
+        script["concurrent"] = [["user/message", user_message("rewritten", fresh("u"))["data"],
+                                 {"op": "replace", "start": last, "end": last}]]
+    return script

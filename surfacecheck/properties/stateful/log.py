@@ -159,14 +159,15 @@ class LogMachine(LockstepMachine):
     @rule(results=st.lists(ev.bodies, min_size=1, max_size=3), text=st.one_of(st.none(), ev.texts),
           usage=st.one_of(st.none(), ev.usage_strategy))
     def tool_round(self, results, text, usage):
-        """One whole step of the agent loop: step/start, an assistant tool-call message, every call and its
-        result, step/end (spec 13)."""
+        """One whole step of the agent loop: step/start, an assistant tool-call message (with its text, sometimes
+        its reasoning too), every call and its result, step/end (spec 13)."""
         if self.step_open:
             self.end_step(False)
         self.begin_step()
         ids = [self.fresh("call") for _ in results]
-        self.append(ev.assistant_message(self.turn, self.step, self.fresh("a"), text, ids, usage),
-                    f"assistant/message with {len(ids)} tool call(s)")
+        reasoning = text if text is not None and self.pick("reasoning", (False, True)) else None  # the state picks
+        self.append(ev.assistant_message(self.turn, self.step, self.fresh("a"), text, ids, usage, reasoning=reasoning),
+                    f"assistant/message with {len(ids)} tool call(s){' and its reasoning' if reasoning else ''}")
         self.answered = True
         for call, body in zip(ids, results):
             call_seq = self.append(ev.tool_call(self.turn, self.step, call), f"tool/call {call}")
@@ -175,19 +176,19 @@ class LogMachine(LockstepMachine):
                             f"tool/result for {call} citing tool/call {call_seq}")
         self.end_step(False)
 
-    @rule(which=st.one_of(st.sampled_from(ev.LOG_ONLY), st.just(None)), ignorable=st.booleans())
-    def log_only(self, which, ignorable):
+    @rule(which=st.one_of(st.sampled_from(ev.LOG_ONLY), st.just(None)))
+    def log_only(self, which):
         """A log-only event: one the compaction path reads (agent status, request context, inbox splices) or, when
         ``which`` is None, three of other plugins' (consecutive in :data:`events.OTHER_TYPES` from a start the state
-        picks), sometimes marked ``ignorable``."""
+        picks). The envelope's ``ignorable`` marker exists on stored events only (spec 1.1): ``Session.append`` has
+        no such option, so it is not drawn here."""
         if which is not None:
             kind, data = which
             self.append({"type": kind, "data": data}, f"{kind}: log-only, expires any armed claim")
             return
         start = self.pick("other event types", tuple(range(len(ev.OTHER_TYPES))))
         for kind in (ev.OTHER_TYPES * 2)[start:start + 3]:
-            event = {"type": kind, "data": {"note": kind}, **({"ignorable": True} if ignorable else {})}
-            self.append(event, f"{kind}: another plugin's event, log-only{' (ignorable)' if ignorable else ''}")
+            self.append({"type": kind, "data": {"note": kind}}, f"{kind}: another plugin's event, log-only")
 
     # -- the metering producers (spec 5.1, 6, 8.2) --------------------------------------------------
     @rule(pick=st.integers(0, 50), error=st.sampled_from((0, 0, 0, 1, -2)), interloper=st.booleans(),

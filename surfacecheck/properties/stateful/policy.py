@@ -178,12 +178,19 @@ class PolicyMachine(Boundaries, LogMachine):
         self.do("request_error", args, f"agent/request-error {args['code']}")
 
     @rule(words=st.sampled_from(("", "", "  ", "now", "please keep the plan")), script=ev.summary_scripts,
-          aborted=ev.rarely)
-    def manual_compact(self, words, script, aborted):
-        args = {"args": words, "summary": script}
+          aborted=ev.rarely, concurrent=ev.weighted(st.none(), st.sampled_from(ev.CONCURRENT), 3),
+          faults=ev.weighted(st.none(), ev.faults, 5))
+    def manual_compact(self, words, script, aborted, concurrent, faults):
+        """`/compact` (spec 11): sometimes another producer writes while its summary runs (the selected span must
+        stay as it was: `changed`), sometimes the outside world fails an append or the flush (`commit`,
+        `persistence`)."""
+        args = {"args": words, "summary": ev.with_concurrent(script, concurrent, self.surface(), self.fresh)}
         if aborted:
             args["aborted"] = True
-        self.do("manual_compact", args, f"/compact {words}".strip())
+        if faults:
+            args["faults"] = faults
+        self.do("manual_compact", args, f"/compact {words}".strip()
+                + (f" (concurrent {concurrent})" if concurrent else "") + (f" (faults {faults})" if faults else ""))
 
     @rule()
     def reload(self):

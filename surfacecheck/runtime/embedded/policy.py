@@ -52,7 +52,9 @@ class Engine:
 
     def observe(self, event: dict) -> None:
         """Spec 10.2 (DISAGREES D3): the counter clears on `agent/status` idle and on an assistant message
-        after an overflow."""
+        after an overflow; with ``auto: false`` no listener is registered to clear it (spec 9.3)."""
+        if not self.policy.compaction.auto:
+            return
         data = event.get("data")
         status = data.get("status") if isinstance(data, dict) else None
         if (event["type"] == "agent/status" and status == "idle") or (
