@@ -45,7 +45,7 @@ BOUNDARIES = {
     "pressure threshold": ("threshold-inclusive", "threshold +0"),
     "prune threshold": ("prune-threshold-exclusive", "threshold -1, +0, +1 chars"),
     "retention budget": ("retention-budget-exclusive", ("priced +0", "retainTokens at the threshold")),
-    "shrink rule": ("shrink-rule-inclusive", "shadowed price +0"),
+    "shrink rule": ("shrink-rule-inclusive", ("shadowed price +0", "/compact meeting its")),
     # the model's resolveCompactSpec is the embedded runtime's too (no seam to seed): the patched dsh below
     "retention threshold": (None, None),
     "context window": (None, None),

@@ -108,6 +108,15 @@ class Boundaries:
         chars = pruner.get("thresholdChars", PRUNE_DEFAULT_CHARS)
         return chars if isinstance(chars, int) and chars > 0 else None
 
+    def leave_turn(self) -> None:
+        """End the open step and turn, if any: `/compact` needs an idle agent (spec 11.1)."""
+        if self.step_open:
+            self.end_step(True)
+        elif self.turn_open:
+            self.append({"type": "turn/end", "data": {"turn": self.turn, "reason": {"kind": "completed"}}},
+                        f"turn/end {self.turn}")
+            self.turn_open = False
+
     # -- the rules ---------------------------------------------------------------------------------
     def tail_balanced(self) -> bool:
         """No tool call is waiting for its result: the cut after the last node is balanced (spec 3)."""
@@ -196,12 +205,7 @@ class Boundaries:
         """Spec 8.2 step 10 refuses a summary whose framed checkpoint is not smaller than what it shadows
         (`framed >= shadowed`): the turn ends, then `/compact` with a summary priced one below, on, or one above
         the span's price (the range dsh selects with no retention, spec 11.2)."""
-        if self.step_open:
-            self.end_step(True)
-        elif self.turn_open:
-            self.append({"type": "turn/end", "data": {"turn": self.turn, "reason": {"kind": "completed"}}},
-                        f"turn/end {self.turn}")
-            self.turn_open = False
+        self.leave_turn()
         offset = self.next_offset("shrink rule")
         selected = self.ask("select_range", {"retain_tokens": 0}).get("range")
         nodes, prices = self.surface(), self.prices()

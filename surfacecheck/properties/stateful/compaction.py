@@ -47,6 +47,13 @@ class CompactionMachine(LogMachine):
         if span is None:
             i, j = sorted((a % len(nodes), b % len(nodes)))
             span = {"start": nodes[i], "end": nodes[j]}
+            # the entry checks' other refusals (spec 8.1 steps 2-3): a span given backwards, or ending off the surface
+            shape = self.pick("arbitrary span", ("in order", "backwards", "off the surface"))
+            if shape == "backwards" and i < j:
+                span = {"start": nodes[j], "end": nodes[i]}
+            elif shape == "off the surface":
+                off = [seq for seq in self.events if seq not in nodes]
+                span = {"start": nodes[i], "end": off[b % len(off)] if off else max(self.events, default=0) + 1}
         self._compact(span, manual, script, concurrent, aborted)
 
     @rule(texts=st.lists(ev.long_texts, min_size=2, max_size=4))

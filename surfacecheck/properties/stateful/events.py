@@ -111,10 +111,17 @@ def rewritten_result(original: dict, text: str, seq: int) -> dict:
             "sourceEventSeqs": [seq]}
 
 
-def header(model: str = MODELS[0], system: str | None = None, reason: str = "initial") -> dict:
+TOOLS = ([], [{"name": "read", "description": "Read a file", "parameters": {"type": "object", "properties": {
+    "path": {"type": "string"}}}}])
+"""The request's tool schemas: none, or one (spec 4.1: the meter prices them, an empty list costs nothing)."""
+
+
+def header(model: str = MODELS[0], system: str | None = None, reason: str = "initial", tools: list | None = None) -> dict:
     head: dict = {"config": {"provider": PROVIDER, "model": model}}
     if system:
         head["system"] = system
+    if tools is not None:
+        head["tools"] = tools
     return {"type": "request/header", "data": {"header": head, "reason": reason}}
 
 

@@ -33,7 +33,11 @@ class LogMachine(LockstepMachine):
     # -- the agent loop's events (spec 1.2, 13) ------------------------------------------------------
     @rule(model=st.sampled_from(ev.MODELS), system=st.one_of(st.none(), ev.texts))
     def request_header(self, model, system):
-        self.append(ev.header(model, system, "initial"), f"request/header {ev.PROVIDER}/{model}")
+        """The request envelope the next request is routed by, its tool schemas absent, empty or one (the state
+        picks)."""
+        tools = self.pick("header tools", (None, *ev.TOOLS))
+        self.append(ev.header(model, system, "initial", tools),
+                    f"request/header {ev.PROVIDER}/{model}" + ("" if tools is None else f" with {len(tools)} tool(s)"))
 
     @precondition(lambda self: not self.step_open)
     @rule()

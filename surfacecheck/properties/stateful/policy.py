@@ -71,7 +71,7 @@ config_probes = st.fixed_dictionaries({}, optional={
 
 VALID_MODEL_POLICY = {"provider": ev.PROVIDER, "model": ev.MODELS[0]}
 VALID_PRUNER = {"thresholdChars": 200, "headChars": 60, "tailChars": 40}
-PROBES_PER_CALL = 40
+PROBES_PER_CALL = 56
 FIELD_FORMS = tuple((schema, path, form) for schema, fields in vocabulary().config.items()
                     for path, field in fields.items() for form in forms_of_type(field))
 """Every form of every field of dsh's config schemas (compaction-basic's, the pruner's: its vocabulary)."""
@@ -137,14 +137,17 @@ class PolicyMachine(Boundaries, LogMachine):
         """Fields of dsh's config schemas, one at a time on the policy in force, each in one of its forms: every
         check dsh's resolver makes is met alone (several wrong fields at once meet only the first check in the
         resolver's order). :data:`PROBES_PER_CALL` consecutive forms of :data:`FIELD_FORMS` from a start the state
-        picks."""
-        start = self.pick("field forms", tuple(range(len(FIELD_FORMS))))
+        picks; then the policy in force before, back."""
+        start, before = self.pick("field forms", tuple(range(len(FIELD_FORMS)))), self.policy
         for schema, path, form in (FIELD_FORMS * 2)[start:start + PROBES_PER_CALL]:
             policy = _probed(schema, path, self.pick(f"{path} {form}", _values(schema, path, form)), self.policy)
             result = self.do("configure", {"policy": policy, "context_window": self.window},
                              f"configure {schema} {path}: {form} on the policy in force: {policy}")
             if "error" not in result:
                 self.policy = policy
+        if self.policy != before:  # the example goes on under the policy it was configured with
+            self.do("configure", {"policy": before, "context_window": self.window}, f"the policy back: {before}")
+            self.policy = before
 
     @rule(scripts=st.one_of(st.none(), st.lists(ev.summary_scripts, min_size=1, max_size=3)))
     def pre_step(self, scripts):
@@ -191,6 +194,31 @@ class PolicyMachine(Boundaries, LogMachine):
             args["faults"] = faults
         self.do("manual_compact", args, f"/compact {words}".strip()
                 + (f" (concurrent {concurrent})" if concurrent else "") + (f" (faults {faults})" if faults else ""))
+
+    @precondition(lambda self: self.surface_size >= 2)
+    @rule()
+    def manual_failure_classes(self):
+        """`/compact`'s failure classes (spec 11.2), each in turn while a compactable span is left: `changed`
+        (another producer replaces a node of the selected span while the summary runs: the span must stay as
+        selected, spec 8.2 step 12), `commit` (the checkpoint's append fails after the summary, spec 8.3), then
+        `persistence` (the durability flush fails after a clean commit, spec 11.2)."""
+        self.leave_turn()
+        for kind in ("changed", "commit", "persistence"):
+            span = self.ask("select_range", {"retain_tokens": 0}).get("range")
+            nodes = self.surface()
+            if not span or span["start"] not in nodes or span["end"] not in nodes:
+                return
+            inside = nodes[nodes.index(span["start"]):nodes.index(span["end"]) + 1]
+            prompts = [seq for seq in inside if (self.events.get(seq) or {}).get("type") == "user/message"]
+            script: dict = {"outcome": "text", "ratio": 0.1}
+            args: dict = {"args": "", "summary": script}
+            if kind == "changed":
+                target = (prompts or inside)[0]
+                script["concurrent"] = [["user/message", ev.user_message("rewritten", self.fresh("u"))["data"],
+                                         {"op": "replace", "start": target, "end": target}, [target]]]
+            else:
+                args["faults"] = {"fail_appends": ["checkpoint"]} if kind == "commit" else {"flush_fails": True}
+            self.do("manual_compact", args, f"/compact meeting its `{kind}` failure class")
 
     @rule()
     def reload(self):
