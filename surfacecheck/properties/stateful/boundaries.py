@@ -34,8 +34,8 @@ from surfacecheck.model.summarizer import checkpoint_message
 from . import events as ev
 from .base import OFFSETS
 
-PRUNE_DEFAULT_CHARS = 8192
-"""The pruner's default `thresholdChars` (spec 6)."""
+PRUNE_DEFAULT_CHARS, PRUNE_DEFAULT_HEAD, PRUNE_DEFAULT_TAIL = 8192, 4096, 1024
+"""The pruner's default `thresholdChars`, `headChars` and `tailChars` (spec 6)."""
 
 
 def code_point_text(points: int) -> str:
@@ -117,6 +117,24 @@ class Boundaries:
                         f"turn/end {self.turn}")
             self.turn_open = False
 
+    def blocks_on_the_prune_span(self, offset: int) -> list[dict] | None:
+        """Spec 6: the pruner keeps `headChars` code points, a marker and the last `tailChars`, cutting across text
+        blocks (`blockStart < removedEnd && blockEnd > removedStart`): a result 10 code points over the threshold in
+        three text blocks, the first ending at headChars + offset, the last starting at the removed span's end +
+        offset. None when a block would be empty."""
+        pruner = self.policy.get("toolResultPruner") if isinstance(self.policy, dict) else None
+        threshold = self.prune_chars()
+        if not isinstance(pruner, dict) or threshold is None:
+            return None
+        head, tail = pruner.get("headChars", PRUNE_DEFAULT_HEAD), pruner.get("tailChars", PRUNE_DEFAULT_TAIL)
+        total = threshold + 10
+        first, last = head + offset, tail - offset
+        middle = total - first - last
+        if min(first, last, middle) < 1:
+            return None
+        return [{"type": "text", "text": "h" * first}, {"type": "text", "text": "m" * middle},
+                {"type": "text", "text": "t" * last}]
+
     # -- the rules ---------------------------------------------------------------------------------
     def tail_balanced(self) -> bool:
         """No tool call is waiting for its result: the cut after the last node is balanced (spec 3)."""
@@ -153,9 +171,11 @@ class Boundaries:
         """Spec 6: a tool result prunes only when its text code points exceed `thresholdChars` (`<=` keeps it). A
         step whose three tool results have thresholdChars - 1, + 0 and + 1 code points (a quarter of them astral, so
         a count of UTF-16 units would land elsewhere), then a context overflow, whose recovery runs the pruner first
-        (10.2) over each of them."""
+        (10.2) over each of them; in the same step, results of three text blocks whose edges land on the span the
+        pruner removes, one below, on or one above its ends."""
         chars = self.prune_chars()
-        self.tool_round([code_point_text(chars + offset) for offset in OFFSETS], None, None)
+        edges = [blocks for offset in OFFSETS if (blocks := self.blocks_on_the_prune_span(offset))]
+        self.tool_round([code_point_text(chars + offset) for offset in OFFSETS] + edges, None, None)
         for offset in OFFSETS:
             self.landed(f"prune threshold {offset:+d}")
         self.do("request_error", {"code": ev.OVERFLOW_CODE},

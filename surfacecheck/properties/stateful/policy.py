@@ -200,14 +200,15 @@ class PolicyMachine(Boundaries, LogMachine):
     def manual_failure_classes(self):
         """`/compact`'s failure classes (spec 11.2), each in turn while a compactable span is left: `changed`
         (another producer replaces a node of the selected span while the summary runs: the span must stay as
-        selected, spec 8.2 step 12), `commit` (the checkpoint's append fails after the summary, spec 8.3), then
-        `persistence` (the durability flush fails after a clean commit, spec 11.2)."""
+        selected, spec 8.2 step 12), `commit` (the checkpoint's append fails after the summary, spec 8.3),
+        `persistence` (the durability flush fails after a clean commit, spec 11.2); then `busy` under a bracket a
+        crash left open, until a reload (:meth:`crash_mid_compaction`)."""
         self.leave_turn()
         for kind in ("changed", "commit", "persistence"):
             span = self.ask("select_range", {"retain_tokens": 0}).get("range")
             nodes = self.surface()
             if not span or span["start"] not in nodes or span["end"] not in nodes:
-                return
+                break
             inside = nodes[nodes.index(span["start"]):nodes.index(span["end"]) + 1]
             prompts = [seq for seq in inside if (self.events.get(seq) or {}).get("type") == "user/message"]
             script: dict = {"outcome": "text", "ratio": 0.1}
@@ -219,6 +220,19 @@ class PolicyMachine(Boundaries, LogMachine):
             else:
                 args["faults"] = {"fail_appends": ["checkpoint"]} if kind == "commit" else {"flush_fails": True}
             self.do("manual_compact", args, f"/compact meeting its `{kind}` failure class")
+        self.crash_mid_compaction()
+
+    def crash_mid_compaction(self):
+        """A process that dies inside a compaction bracket leaves its `compaction/start` unmatched: the durable lock
+        (spec 8.4) refuses `/compact` as busy until a reload's `session/end-seed` shows the marker belongs to an
+        earlier lifecycle (`assertCompactionInactive`, spec 1.5); then `/compact` again."""
+        self.leave_turn()
+        self.append({"type": "compaction/start", "data": {"compactionId": self.fresh("c"), "turn": None}},
+                     "compaction/start of a compaction the crash interrupts")
+        script = {"outcome": "text", "ratio": 0.1}
+        self.do("manual_compact", {"args": "", "summary": script}, "/compact while the bracket is open")
+        self.do("reload", {}, "crash and reopen from the log (session/end-seed)")
+        self.do("manual_compact", {"args": "", "summary": script}, "/compact after the reload")
 
     @rule()
     def reload(self):
