@@ -97,3 +97,33 @@ def test_dsh_own_ignore_comment_is_the_reason():
     assert ignored(lines, 3) == "dsh marks it `v8 ignore next`: closed-union exhaustiveness guard"
     assert ignored(lines, 6) == "dsh marks it `v8 ignore start`: unreachable"
     assert ignored(lines, 8) is None and ignored(lines, 1) is None
+
+
+@pytest.mark.skipif(__import__("shutil").which("node") is None, reason="dsh's code runs in Node")
+def test_a_dsh_run_reports_branches_and_why_some_never_ran(tmp_path):
+    """One short replay on dsh under NODE_V8_COVERAGE: region.js's branches are counted, the arms never taken are
+    listed, dsh's own `v8 ignore` reasons are read, and every committed reason names a line dsh still has."""
+    import json as json_
+    import os
+    import subprocess
+    import sys
+
+    from surfacecheck.coverage.branches import REASONS
+    from surfacecheck.coverage.code import DSH_FILES
+    from surfacecheck.coverage.v8 import read_dsh_coverage
+    from surfacecheck.runtime import dsh
+
+    trace = ROOT / "runtimes" / "dsh" / "traces" / "d12-auto-false-overflow-count.jsonl"
+    env = {**os.environ, "NODE_V8_COVERAGE": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "surfacecheck", "replay", str(trace), "--runtime", "dsh"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    files = {f.key: f for f in read_dsh_coverage(tmp_path, DSH_FILES)}
+    region = files["dsh-compaction-basic/region.js"]
+    assert 0 < region.branches_reached < region.branches
+    assert region.unreached and all({"line", "end_line", "kind", "code", "why"} <= set(u) for u in region.unreached)
+    assert any((u["why"] or "").startswith("dsh marks it `v8 ignore") for f in files.values() for u in f.unreached)
+    bundles = {p: (dsh.ensure_installed() / "@deepseek-ai" / p / "lib" / "index.js").read_text() for p in DSH_FILES}
+    for entry in json_.loads(REASONS.read_text())["blocks"]:
+        key, code = entry["block"].split(": ", 1)
+        assert entry["why"] and code in bundles[key.split("/")[0]], entry

@@ -32,6 +32,7 @@ D9 = TRACES / "d9-pressure-listener-stuck-meter.jsonl"
 D10 = TRACES / "d10-overflow-listener-stuck-meter.jsonl"
 D11 = TRACES / "d11-compaction-meter-failure-class.jsonl"
 D12 = TRACES / "d12-auto-false-overflow-count.jsonl"
+D13 = TRACES / "d13-unrouted-summary-target.jsonl"
 needs_dsh = pytest.mark.skipif(dsh.spec_problem("dsh") is not None, reason=str(dsh.spec_problem("dsh")))
 
 
@@ -61,7 +62,8 @@ def test_d5_trace_records_what_the_adapter_used_to_report():
     assert recorded_expectation() == ["command/run", "compaction/start", "command/done"]
 
 
-@pytest.mark.parametrize("trace", [D5, D7, D8, D9, D10, D11, D12], ids=["D5", "D7", "D8", "D9", "D10", "D11", "D12"])
+@pytest.mark.parametrize("trace", [D5, D7, D8, D9, D10, D11, D12, D13],
+                         ids=["D5", "D7", "D8", "D9", "D10", "D11", "D12", "D13"])
 @pytest.mark.parametrize("runtime", ["model", "embedded", pytest.param("dsh", marks=needs_dsh)])
 def test_settled_traces_replay_clean(trace, runtime):
     code, report = replay(trace, runtime)

@@ -271,7 +271,8 @@ def manual_compact(agent: Agent, command_id: str | None = None, args: str = "") 
     command_id = command_id or f"cmd-{before.next_seq}"
     session, result, labels = compact_command(before, command_id, args, summarizer=agent.env.summarizer,
                                               faults=agent.env.faults,
-                                              max_tokens=summary_max_tokens(before, agent.env.policy.compaction))
+                                              max_tokens=summary_max_tokens(before, agent.env.policy.compaction,
+                                                                            agent.env.summarizer.target))
     return _absorb(agent, before, session, labels)
 
 

@@ -29,11 +29,12 @@ def routed_target(session: Session) -> tuple[str, str] | None:
     return None
 
 
-def summary_max_tokens(session: Session, config) -> int:
+def summary_max_tokens(session: Session, config, agent_target: tuple[str, str] | None = None) -> int:
     """`summarize()` (spec 8.3, D6; compaction-basic `index.ts` `summarize`): every summary request — pressure,
-    overflow and manual `/compact` alike — asks for the routed target policy's `maxTokens`, or the base
-    config's when no route is logged."""
-    target = active().routed_target(session)
+    overflow and manual `/compact` alike — asks for the `maxTokens` of the policy of `conversationTarget(agent)`:
+    the routed target, else the agent's own provider and model (``agent_target``, its AgentOptions; D13), else
+    the base config's."""
+    target = active().routed_target(session) or agent_target
     return resolve_target_policy(config, *target).max_tokens if target is not None else config.max_tokens
 
 

@@ -182,6 +182,11 @@ class ScriptedSummarizer:
     provider: str = "model"
     model: str = "model-summarizer"
 
+    @property
+    def target(self) -> tuple[str, str]:
+        """The agent's own provider and model (its AgentOptions): `conversationTarget`'s fallback (spec 8.3)."""
+        return self.provider, self.model
+
     def script_for(self, session: Session) -> SummaryScript:
         call = sum(1 for event in session.log if event.type == "compaction/start") - 1
         return self.scripts[call] if 0 <= call < len(self.scripts) else self.default

@@ -12,6 +12,7 @@ is killed) or ``inconclusive`` (the runtime hung, died or broke the protocol: no
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,6 +259,27 @@ def recorded_examples(profile: str) -> dict[str, list]:
     return _RECORDED[profile]
 
 
+SWEEP = re.compile(r"(?<!estimate )[+-][01]\b|failure class|crash interrupts|context window of|usage \(|citing")
+"""Step labels of the cases a smoke run seldom meets: a boundary landed (but the meter anchor's, which every example
+has), `/compact`'s failure classes, a crash inside a bracket, a usage sample and what a message cites."""
+
+
+def sweep_examples() -> dict[str, list]:
+    """Per level, the fewest ``ci`` examples (shortest first) that together meet every case :data:`SWEEP` names (a
+    case: a label with its numbers of two digits or more masked). The gate replays them after the smoke examples:
+    where mutants die at the boundaries and rare paths, for a fraction of the ``ci`` profile's steps."""
+    cover = {}
+    for level, examples in recorded_examples("ci").items():
+        met, kept = set(), []
+        for steps in sorted(examples, key=len):
+            cases = {re.sub(r"\d{2,}", "#", step.label) for step in steps if SWEEP.search(step.label or "")}
+            if cases - met:
+                kept.append(steps)
+                met |= cases
+        cover[level] = kept
+    return cover
+
+
 def _verify(shared: Shared) -> Outcome:
     from surfacecheck.properties.monitors import lookup
     from surfacecheck.runtime.select import open_runtime
@@ -267,6 +289,9 @@ def _verify(shared: Shared) -> Outcome:
 
     def body():
         examples = recorded_examples(shared.verify_profile)
+        if shared.verify_profile == "smoke":
+            sweep = sweep_examples()
+            examples = {level: [*steps, *sweep.get(level, [])] for level, steps in examples.items()}
         runtime = shared.runtime()
         shared.name_unit("verify")
         levels = [lvl for lvl in examples if lvl in runtime.hello().get("levels", [])]

@@ -143,7 +143,7 @@ class _Ops:
     def _compact_options(self, session, manual: bool) -> TransactionOptions:
         """The engine's region dependencies summarize every request with the routed target policy's maxTokens
         (spec 8.3, D6: `summarize()`), the direct `compact` op's too; found by ``lockstep-log``."""
-        max_tokens = summary_max_tokens(session, self.state.env.policy.compaction)
+        max_tokens = summary_max_tokens(session, self.state.env.policy.compaction, self.state.env.summarizer.target)
         return TransactionOptions.manual(max_tokens=max_tokens) if manual else TransactionOptions(max_tokens=max_tokens)
 
     # -- policy level (spec 9, 10.2, 11, 1.5) -------------------------------------------------
@@ -252,7 +252,8 @@ class _Ops:
             after, result, labels = compact_command(session, command_id, command_raw_input(raw), summarizer=summ,
                                                     faults=f,
                                                     caller_aborted=aborted, agent_idle=idle,
-                                                    max_tokens=summary_max_tokens(session, self.state.env.policy.compaction))
+                                                    max_tokens=summary_max_tokens(session, self.state.env.policy.compaction,
+                                                                                   self.state.env.summarizer.target))
             box["result"] = result
             return (after, labels)
 

@@ -34,6 +34,9 @@ from surfacecheck.model.summarizer import checkpoint_message
 from . import events as ev
 from .base import OFFSETS
 
+OFFSETS_ASCENDING = tuple(sorted(OFFSETS))
+"""One below first: a total below the threshold writes nothing, so the cases after it start from the same total."""
+
 PRUNE_DEFAULT_CHARS, PRUNE_DEFAULT_HEAD, PRUNE_DEFAULT_TAIL = 8192, 4096, 1024
 """The pruner's default `thresholdChars`, `headChars` and `tailChars` (spec 6)."""
 
@@ -85,6 +88,22 @@ class Boundaries:
             return None if target is None else resolve_compact_spec(target, self.window)
         except ModelError:
             return None
+
+    def threshold_at(self, window: int) -> int | None:
+        """The threshold in tokens the routed target would have under ``window`` (spec 9.1)."""
+        target = self.target_policy()
+        try:
+            return None if target is None else resolve_compact_spec(target, window).threshold_tokens
+        except ModelError:
+            return None
+
+    def window_for(self, threshold: int) -> int | None:
+        """A context window whose threshold is exactly ``threshold`` (floor(window × ratio)), None when none is."""
+        target = self.target_policy()
+        if target is None or threshold < 1:
+            return None
+        guess = int(threshold / target.threshold_ratio)
+        return next((w for w in range(max(1, guess - 3), guess + 5) if self.threshold_at(w) == threshold), None)
 
     def threshold(self) -> int | None:
         """The pressure threshold in tokens for the routed target (spec 9.1: floor(window × ratio))."""
@@ -153,7 +172,8 @@ class Boundaries:
     def pressure_on_the_threshold(self):
         """Spec 9.2 compares the total with the threshold (below is `total < threshold`): inside a turn, with no
         call waiting for its result (so a total at or above it compacts), a prompt priced so the total lands one
-        below, on, or one above it, then the pressure listener."""
+        below, on, or one above it, then the pressure listener; then the other two cases, each by a context window
+        whose threshold puts the total there, and the window back."""
         self.enter_turn()
         threshold, total, offset = self.threshold(), self.total(), self.next_offset("pressure threshold")
         text = None if threshold is None or total is None else ev.priced_user_text(threshold + offset - total)
@@ -164,6 +184,20 @@ class Boundaries:
         if self.total() == threshold + offset:
             self.landed(f"pressure threshold {offset:+d}")
         self.do("pre_step", {}, f"agent/pre-step at the threshold {offset:+d} (compactIfNeeded 'pressure')")
+        window = self.window
+        for other in (o for o in OFFSETS_ASCENDING if o != offset):  # the other two: the threshold moved instead
+            total = self.total()
+            moved = None if total is None else self.window_for(total - other)
+            if moved is None:
+                continue
+            self.do("configure", {"policy": self.policy, "context_window": moved},
+                    f"a context window of {moved}: the threshold {-other:+d} from the total")
+            self.window = moved
+            self.landed(f"pressure threshold {other:+d}")
+            self.do("pre_step", {}, f"agent/pre-step at the threshold {other:+d} (compactIfNeeded 'pressure')")
+        if self.window != window:
+            self.do("configure", {"policy": self.policy, "context_window": window}, f"the context window back at {window}")
+            self.window = window
 
     @precondition(lambda self: self.prune_chars() is not None)
     @rule()

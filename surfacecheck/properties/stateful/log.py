@@ -17,6 +17,11 @@ from . import events as ev
 from .base import LockstepMachine
 
 
+CITES = ("none", "the chunk", "the chunk", "none", "the chunk", "not a chunk")
+"""What a tool round's message cites after a usage chunk; citing another event leaves the meter stuck (spec 4.2),
+so for the rest of the example: the rarest."""
+
+
 class LogMachine(LockstepMachine):
     level = "log"
     open_calls = Bundle("open_calls")
@@ -164,14 +169,26 @@ class LogMachine(LockstepMachine):
           usage=st.one_of(st.none(), ev.usage_strategy))
     def tool_round(self, results, text, usage):
         """One whole step of the agent loop: step/start, an assistant tool-call message (with its text, sometimes
-        its reasoning too), every call and its result, step/end (spec 13)."""
+        its reasoning too; with usage, sometimes after a streamed usage sample, the same or another), every call and
+        its result, step/end (spec 13)."""
         if self.step_open:
             self.end_step(False)
         self.begin_step()
         ids = [self.fresh("call") for _ in results]
         reasoning = text if text is not None and self.pick("reasoning", (False, True)) else None  # the state picks
-        self.append(ev.assistant_message(self.turn, self.step, self.fresh("a"), text, ids, usage, reasoning=reasoning),
-                    f"assistant/message with {len(ids)} tool call(s){' and its reasoning' if reasoning else ''}")
+        early = None if usage is None else self.pick("early usage sample", (None, "same", "resampled"))
+        if early is not None:  # spec 5.2: a usage chunk's sample first, then the message's replaces it for the step
+            sample = usage if early == "same" else {**usage, "inputTokens": usage["inputTokens"] + 7,
+                                                     "cacheReadTokens": usage.get("cacheReadTokens", 0) + 3,
+                                                     "cacheWriteTokens": usage.get("cacheWriteTokens", 0) + 2}
+            chunk_seq = self.append(ev.chunk(self.turn, self.step, {"type": "usage", "usage": sample}),
+                                    f"assistant/chunk usage ({early} as the message's)")
+        message = ev.assistant_message(self.turn, self.step, self.fresh("a"), text, ids, usage, reasoning=reasoning)
+        cites = "none" if early is None else self.pick("usage chunk cited", CITES)
+        if cites != "none" and chunk_seq is not None:  # spec 4.2: the provider output is priced from cited chunks only
+            message["sourceEventSeqs"] = [chunk_seq] if cites == "the chunk" else [chunk_seq - 1]
+        self.append(message, f"assistant/message with {len(ids)} tool call(s){' and its reasoning' if reasoning else ''}"
+                             f"{'' if cites == 'none' else ', citing ' + cites}")
         self.answered = True
         for call, body in zip(ids, results):
             call_seq = self.append(ev.tool_call(self.turn, self.step, call), f"tool/call {call}")

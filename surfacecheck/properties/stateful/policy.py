@@ -16,6 +16,7 @@ from hypothesis.stateful import initialize, precondition, rule
 
 from . import events as ev
 from surfacecheck.model.event import ABSENT
+from surfacecheck.model.summarizer import ScriptedSummarizer
 from surfacecheck.runtime.dsh_vocabulary import vocabulary
 
 from .boundaries import Boundaries
@@ -105,6 +106,27 @@ def _probed(schema: str, path: str, value, base: dict) -> dict:
     return put(base, path)
 
 
+FALLBACK = {"provider": ScriptedSummarizer.provider, "model": ScriptedSummarizer.model}
+"""The agent's own provider and model (AgentOptions), the summarizer's target when no request routed the session."""
+
+
+def with_target_overrides(policy: dict, window: int) -> tuple[dict, bool]:
+    """``policy`` with per-model overrides whose figures tell the targets apart (spec 9.1 `conversationTarget`: the
+    routed model, else the agent's own), and whether the example starts unrouted: a function of the drawn window
+    (a quarter of examples start with no request/header: the listeners find no target, `/compact` summarizes for
+    the agent's model)."""
+    unrouted = window % 4 == 0
+    routed_override = window % 3 == 1
+    models = policy.get("modelPolicies") or []
+    taken = {(m.get("provider"), m.get("model")) for m in models}
+    extra = []
+    if routed_override and (ev.PROVIDER, ev.MODELS[0]) not in taken:
+        extra.append({"provider": ev.PROVIDER, "model": ev.MODELS[0], "maxTokens": 300})
+    if unrouted and (FALLBACK["provider"], FALLBACK["model"]) not in taken:
+        extra.append({**FALLBACK, "maxTokens": 700})
+    return ({**policy, "modelPolicies": [*models, *extra]} if extra else policy), unrouted
+
+
 class PolicyMachine(Boundaries, LogMachine):
     level = "policy"
 
@@ -113,6 +135,7 @@ class PolicyMachine(Boundaries, LogMachine):
     def configure(self, policy, window, routed, queue, sections):
         self.sections = sections  # the runtime-context sections active from the first step (spec 12)
         self.window = window
+        policy, unrouted = with_target_overrides(policy, window)
         self.policy = policy  # the policy in force (a refused reconfigure leaves it, spec 9.1)
         args = {"policy": policy, "context_window": window}
         if routed:
@@ -120,7 +143,8 @@ class PolicyMachine(Boundaries, LogMachine):
         if queue:
             args["summaries"] = [{"outcome": "text", "ratio": 0.1}, {"outcome": "failure"}]
         self.do("configure", args, f"policy {policy}, context window {window}")
-        self.append(ev.header(ev.MODELS[0]), f"request/header {ev.PROVIDER}/{ev.MODELS[0]} routes the session")
+        if not unrouted:
+            self.append(ev.header(ev.MODELS[0]), f"request/header {ev.PROVIDER}/{ev.MODELS[0]} routes the session")
 
     @rule(policy=st.one_of(config_probes, st.just(None)))
     def reconfigure(self, policy):

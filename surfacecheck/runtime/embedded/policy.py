@@ -17,7 +17,7 @@ from surfacecheck.model.errors import AbortError, CompactionError, ManualCompact
 
 from ..codec import command_raw_input
 from .compaction import NO_FAULTS, Compactor
-from .transaction import TxOptions, TxOutcome
+from .transaction import MODEL as SUMMARIZER_MODEL, PROVIDER as SUMMARIZER_PROVIDER, TxOptions, TxOutcome
 
 OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
 COMMAND_TEXTS = {
@@ -191,8 +191,9 @@ class Engine:
 
     # -- spec 11 ------------------------------------------------------------------------------------
     def _summary_max_tokens(self) -> int:
-        """`summarize()` (spec 8.3, D6): the routed target policy's maxTokens, the base config's without a route."""
-        target = self.rt.tracker.routed_target()
+        """`summarize()` (spec 8.3, D6, D13): the maxTokens of `conversationTarget`'s policy: the routed target, else the
+        agent's own provider and model (the scripted summarizer's route)."""
+        target = self.rt.tracker.routed_target() or (SUMMARIZER_PROVIDER, SUMMARIZER_MODEL)
         compaction = self.policy.compaction
         return resolve_target_policy(compaction, *target).max_tokens if target is not None else compaction.max_tokens
 
