@@ -17,6 +17,10 @@ from . import events as ev
 from .base import LockstepMachine
 
 
+EARLY_SAMPLES = (None, "same", "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+"""A tool round's streamed usage sample before its message's (spec 5.2: the message's replaces it for the step):
+none, the same, or one bucket off (a sample equal but in one bucket is a different sample)."""
+
 CITES = ("none", "the chunk", "the chunk", "none", "the chunk", "not a chunk")
 """What a tool round's message cites after a usage chunk; citing another event leaves the meter stuck (spec 4.2),
 so for the rest of the example: the rarest."""
@@ -176,13 +180,12 @@ class LogMachine(LockstepMachine):
         self.begin_step()
         ids = [self.fresh("call") for _ in results]
         reasoning = text if text is not None and self.pick("reasoning", (False, True)) else None  # the state picks
-        early = None if usage is None else self.pick("early usage sample", (None, "same", "resampled"))
+        early = None if usage is None else self.pick("early usage sample", EARLY_SAMPLES)
         if early is not None:  # spec 5.2: a usage chunk's sample first, then the message's replaces it for the step
-            sample = usage if early == "same" else {**usage, "inputTokens": usage["inputTokens"] + 7,
-                                                     "cacheReadTokens": usage.get("cacheReadTokens", 0) + 3,
-                                                     "cacheWriteTokens": usage.get("cacheWriteTokens", 0) + 2}
+            sample = usage if early == "same" else {**usage, early: usage.get(early, 0) + 3}
             chunk_seq = self.append(ev.chunk(self.turn, self.step, {"type": "usage", "usage": sample}),
-                                    f"assistant/chunk usage ({early} as the message's)")
+                                    f"assistant/chunk usage ({'the same' if early == 'same' else 'another ' + early} "
+                                    f"as the message's)")
         message = ev.assistant_message(self.turn, self.step, self.fresh("a"), text, ids, usage, reasoning=reasoning)
         cites = "none" if early is None else self.pick("usage chunk cited", CITES)
         if cites != "none" and chunk_seq is not None:  # spec 4.2: the provider output is priced from cited chunks only

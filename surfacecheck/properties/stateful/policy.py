@@ -225,10 +225,11 @@ class PolicyMachine(Boundaries, LogMachine):
         """`/compact`'s failure classes (spec 11.2), each in turn while a compactable span is left: `changed`
         (another producer replaces a node of the selected span while the summary runs: the span must stay as
         selected, spec 8.2 step 12), `commit` (the checkpoint's append fails after the summary, spec 8.3),
-        `persistence` (the durability flush fails after a clean commit, spec 11.2); then `busy` under a bracket a
-        crash left open, until a reload (:meth:`crash_mid_compaction`)."""
+        `persistence` (the durability flush fails after a clean commit, spec 11.2), `cancelled` (the agent's own
+        signal aborts the summary), `busy` (the agent is not idle); then `busy` under a bracket a crash left open,
+        until a reload (:meth:`crash_mid_compaction`)."""
         self.leave_turn()
-        for kind in ("changed", "commit", "persistence"):
+        for kind in ("changed", "commit", "persistence", "cancelled", "busy"):
             span = self.ask("select_range", {"retain_tokens": 0}).get("range")
             nodes = self.surface()
             if not span or span["start"] not in nodes or span["end"] not in nodes:
@@ -241,6 +242,10 @@ class PolicyMachine(Boundaries, LogMachine):
                 target = (prompts or inside)[0]
                 script["concurrent"] = [["user/message", ev.user_message("rewritten", self.fresh("u"))["data"],
                                          {"op": "replace", "start": target, "end": target}, [target]]]
+            elif kind == "cancelled":  # the agent's own signal aborts while the summary runs (ReactLoopAgent.cancel)
+                script["outcome"] = "agent-cancel"
+            elif kind == "busy":  # the agent is not idle: waking queued work
+                args["agent_idle"] = False
             else:
                 args["faults"] = {"fail_appends": ["checkpoint"]} if kind == "commit" else {"flush_fails": True}
             self.do("manual_compact", args, f"/compact meeting its `{kind}` failure class")
