@@ -261,3 +261,32 @@ def test_pressure_update_monitor_on_the_embedded_bench_answer():
 
     answer = handle("embedded", {"sizes": [100, 10_000], "appends": 60})
     assert PressureUpdateConstant().observe(1, Step("bench", {"sizes": [100, 10_000]}), answer, None) is None
+
+
+def _stream_answer(cites):
+    """header, a step, then an answer with provider usage citing ``cites`` (None: no ``sourceEventSeqs``)."""
+    message = {"id": "a-1", "role": "assistant", "content": [{"type": "text", "text": "w" * 480}],
+               "source": {"kind": "model", "provider": "prov", "model": "mod"}}
+    event = {"type": "assistant/message", "surfaceOp": "append",
+             "data": {"turn": 1, "step": 1, "message": message, "usage": {"inputTokens": 271, "outputTokens": 143}}}
+    if cites is not None:
+        event["sourceEventSeqs"] = cites
+    header = {"type": "request/header", "data": {"header": {"config": {"provider": "prov", "model": "mod"}},
+                                                 "reason": "initial"}}
+    return [Step("reset", {}), Step("append", {"event": header}),
+            Step("append", {"event": {"type": "turn/start", "data": {"turn": 1}}}),
+            Step("append", {"event": {"type": "step/start", "data": {"turn": 1, "step": 1}}}),
+            Step("append", {"event": event})]
+
+
+def test_the_slack_bound_counts_what_the_provider_produced():
+    """Spec 4.2: an explicit empty `sourceEventSeqs` is a known empty stream, so the message's durable text is not
+    provider output: dsh's meter counts it on top of the usage anchor, and the bound's provider excess is taken
+    against what the provider produced (nothing), not against the durable text. With no list, the durable text is
+    the provider's output and the same figures sit inside the bound with no slack to spare for it."""
+    for cites in ([], None):
+        found, monitors = watch(_stream_answer(cites), ["promise-measure-slack-bounded"])
+        assert found == {}, (cites, found)
+    _, empty = watch(_stream_answer([]), ["promise-measure-slack-bounded"])
+    _, legacy = watch(_stream_answer(None), ["promise-measure-slack-bounded"])
+    assert empty["promise-measure-slack-bounded"].largest > legacy["promise-measure-slack-bounded"].largest

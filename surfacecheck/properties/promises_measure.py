@@ -17,8 +17,8 @@ from surfacecheck.properties.monitors import register, registered_in
 from surfacecheck.properties.promises import SHRINK_FLOOR, _ok  # the shrink floor (spec 8.2, §15 G7); a result that is no refusal
 from surfacecheck.core.trace import Step, Violation
 
-from surfacecheck.model.estimate import canonical_header, estimate_header
-from surfacecheck.model.meter import usage_tokens  # spec 4.2 P: input + cacheRead + cacheWrite + output
+from surfacecheck.model.estimate import ROLE_OVERHEAD, canonical_header, estimate_content, estimate_header
+from surfacecheck.model.meter import assemble_blocks, usage_tokens  # spec 4.2: P = input + cacheRead + cacheWrite + output
 
 RUNTIME_OPS = frozenset({"prune", "compact", "pre_step", "request_error", "manual_compact"})
 PRUNING_OPS = frozenset({"prune", "pre_step", "request_error"})
@@ -219,17 +219,31 @@ class _Anchor:
         self.usage: int | None = None   # P of the latest assistant/message with usage
         self.excess = 0                 # P - the heuristic price of that request and its answer
         self.entered = 0                # surface growth between step/start and that request (spec 4.3, G9a)
+        self.chunks: dict[int, dict] = {}  # seq -> the assistant/chunk body appended there
+
+    def provider_output(self, event: dict, durable: int) -> int:
+        """The price of what the provider produced for an `assistant/message` (spec 4.2): the chunks it cites,
+        reassembled (an explicit empty list is a known empty stream: the dsh-token-meter README's "An explicit empty
+        `sourceEventSeqs` list means a known empty provider stream"), or the durable message when it cites none."""
+        cites = event.get("sourceEventSeqs")
+        if not isinstance(cites, list):
+            return durable
+        blocks = assemble_blocks([self.chunks[seq] for seq in cites if seq in self.chunks])
+        return estimate_content(blocks) + ROLE_OVERHEAD if blocks else 0
 
     def track(self, step: Step, result: dict, query) -> tuple[int, list[int]] | None:
         self.envelope.track(step, result)
         if step.op == "reset":
             self.prices, self.step_surface, self.usage, self.excess, self.entered = [], None, None, 0, 0
+            self.chunks = {}
         before = sum(self.prices)
         measured = _measure(query)
         if measured is None:
             return None
         self.prices = measured[1]
         event = _event(step) if _ok(result) else {}
+        if event.get("type") == "assistant/chunk" and isinstance(result.get("seq"), int):
+            self.chunks[result["seq"]] = (_data(event) or {}).get("chunk")
         if event.get("type") == "step/start":
             self.step_surface = sum(self.prices)
         elif step.op == "pre_step" and _ok(result) and "step/start" in (result.get("appended") or []):
@@ -238,7 +252,7 @@ class _Anchor:
         if event.get("type") == "assistant/message":
             usage = _data(event).get("usage")
             if isinstance(usage, dict) and self.envelope.routed and event.get("surfaceOp") == "append":
-                answer = self.prices[-1] if self.prices else 0
+                answer = self.provider_output(event, self.prices[-1] if self.prices else 0)
                 self.usage = usage_tokens(usage)
                 self.excess = self.usage - (self.envelope.header_price + before + answer)
                 self.entered = before - (self.step_surface if self.step_surface is not None else before)
