@@ -160,6 +160,7 @@ def read_dsh_coverage(folder: Path, wanted: dict[str, tuple[str, ...]]) -> list[
     totals: dict[tuple[str, str], dict[int, int]] = {}
     bundles: dict[str, Path] = {}
     dumps: dict[str, list[list[dict]]] = {}
+    texts: dict[Path, str] = {}  # bundle -> its text, read once
     for dump in sorted(folder.glob("coverage-*.json")):
         try:
             result = json.loads(dump.read_text(encoding="utf-8")).get("result", [])
@@ -171,8 +172,10 @@ def read_dsh_coverage(folder: Path, wanted: dict[str, tuple[str, ...]]) -> list[
                 continue
             package, bundle = found
             bundles[package] = bundle
+            if bundle not in texts:
+                texts[bundle] = bundle.read_text(encoding="utf-8")
             dumps.setdefault(package, []).append(script.get("functions", []))
-            counts = line_counts(bundle.read_text(encoding="utf-8"), script.get("functions", []))
+            counts = line_counts(texts[bundle], script.get("functions", []))
             for line, count in counts.items():
                 slot = totals.setdefault((package, str(bundle)), {})
                 slot[line] = slot.get(line, 0) + count
@@ -183,6 +186,6 @@ def read_dsh_coverage(folder: Path, wanted: dict[str, tuple[str, ...]]) -> list[
         counts = totals[(package, str(bundles[package]))]
         chosen = [f for f in split_regions(bundles[package], package, counts)
                   if not wanted[package] or f.name in wanted[package]]
-        attribute_blocks(chosen, bundles[package].read_text(encoding="utf-8"), sum_blocks(dumps[package]), known)
+        attribute_blocks(chosen, texts[bundles[package]], sum_blocks(dumps[package]), known)
         files += chosen
     return files

@@ -11,6 +11,7 @@ is killed) or ``inconclusive`` (the runtime hung, died or broke the protocol: no
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -264,6 +265,7 @@ SWEEP = re.compile(r"(?<!estimate )[+-][01]\b|failure class|crash interrupts|con
 has), `/compact`'s failure classes, a crash inside a bracket, a usage sample and what a message cites."""
 
 
+@functools.cache
 def sweep_examples() -> dict[str, list]:
     """Per level, the fewest ``ci`` examples (shortest first) that together meet every case :data:`SWEEP` names (a
     case: a label with its numbers of two digits or more masked). The gate replays them after the smoke examples:

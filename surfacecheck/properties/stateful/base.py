@@ -181,6 +181,11 @@ class LockstepMachine(RuleBasedStateMachine):
         calls[name] = calls.get(name, -1) + 1
         return options[(len(self.events) + (self.total() or 0) + calls[name]) % len(options)]
 
+    def run_from(self, name: str, items: tuple, length: int) -> tuple:
+        """``length`` consecutive items of ``items`` (wrapping round), from a start :meth:`pick` chooses."""
+        start = self.pick(name, tuple(range(len(items))))
+        return (items * 2)[start:start + length]
+
     def prices(self) -> list[int] | None:
         measure = self.ask("measure")
         return None if "error" in measure else list(measure["prices"])

@@ -127,6 +127,11 @@ class Boundaries:
         chars = pruner.get("thresholdChars", PRUNE_DEFAULT_CHARS)
         return chars if isinstance(chars, int) and chars > 0 else None
 
+    def set_window(self, window: int, label: str) -> None:
+        """Configure the policy in force under ``window`` (the window the next rules aim at)."""
+        self.do("configure", {"policy": self.policy, "context_window": window}, label)
+        self.window = window
+
     def leave_turn(self) -> None:
         """End the open step and turn, if any: `/compact` needs an idle agent (spec 11.1)."""
         if self.step_open:
@@ -190,14 +195,11 @@ class Boundaries:
             moved = None if total is None else self.window_for(total - other)
             if moved is None:
                 continue
-            self.do("configure", {"policy": self.policy, "context_window": moved},
-                    f"a context window of {moved}: the threshold {-other:+d} from the total")
-            self.window = moved
+            self.set_window(moved, f"a context window of {moved}: the threshold {-other:+d} from the total")
             self.landed(f"pressure threshold {other:+d}")
             self.do("pre_step", {}, f"agent/pre-step at the threshold {other:+d} (compactIfNeeded 'pressure')")
         if self.window != window:
-            self.do("configure", {"policy": self.policy, "context_window": window}, f"the context window back at {window}")
-            self.window = window
+            self.set_window(window, f"the context window back at {window}")
 
     @precondition(lambda self: self.prune_chars() is not None)
     @rule()
@@ -341,8 +343,8 @@ class Boundaries:
         back."""
         window = self.window
         for offset in OFFSETS:
-            self.do("configure", {"policy": self.policy, "context_window": offset}, f"a context window of {offset}")
+            self.set_window(offset, f"a context window of {offset}")
             self.landed(f"context window {offset:+d}")
             self.enter_turn()
             self.do("pre_step", {}, f"agent/pre-step under a context window of {offset}")
-        self.do("configure", {"policy": self.policy, "context_window": window}, f"the context window back at {window}")
+        self.set_window(window, f"the context window back at {window}")

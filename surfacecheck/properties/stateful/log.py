@@ -210,8 +210,7 @@ class LogMachine(LockstepMachine):
             kind, data = which
             self.append({"type": kind, "data": data}, f"{kind}: log-only, expires any armed claim")
             return
-        start = self.pick("other event types", tuple(range(len(ev.OTHER_TYPES))))
-        for kind in (ev.OTHER_TYPES * 2)[start:start + 3]:
+        for kind in self.run_from("other event types", ev.OTHER_TYPES, 3):
             self.append({"type": kind, "data": {"note": kind}}, f"{kind}: another plugin's event, log-only")
 
     # -- the metering producers (spec 5.1, 6, 8.2) --------------------------------------------------

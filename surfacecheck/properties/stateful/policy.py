@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 
-from . import events as ev
 from surfacecheck.model.event import ABSENT
 from surfacecheck.model.summarizer import ScriptedSummarizer
 from surfacecheck.runtime.dsh_vocabulary import vocabulary
 
+from . import events as ev
 from .boundaries import Boundaries
 from .inputs import PRUNER_KEY, forms_of_type, values_of_form
 from .log import LogMachine
@@ -162,8 +162,8 @@ class PolicyMachine(Boundaries, LogMachine):
         check dsh's resolver makes is met alone (several wrong fields at once meet only the first check in the
         resolver's order). :data:`PROBES_PER_CALL` consecutive forms of :data:`FIELD_FORMS` from a start the state
         picks; then the policy in force before, back."""
-        start, before = self.pick("field forms", tuple(range(len(FIELD_FORMS)))), self.policy
-        for schema, path, form in (FIELD_FORMS * 2)[start:start + PROBES_PER_CALL]:
+        before = self.policy
+        for schema, path, form in self.run_from("field forms", FIELD_FORMS, PROBES_PER_CALL):
             policy = _probed(schema, path, self.pick(f"{path} {form}", _values(schema, path, form)), self.policy)
             result = self.do("configure", {"policy": policy, "context_window": self.window},
                              f"configure {schema} {path}: {form} on the policy in force: {policy}")
