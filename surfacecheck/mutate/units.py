@@ -286,6 +286,7 @@ def _verify(shared: Shared) -> Outcome:
     from surfacecheck.properties.monitors import lookup
     from surfacecheck.runtime.select import open_runtime
     from surfacecheck.properties.stateful.lockstep import Lockstep
+    from surfacecheck.runtime.dsh import settled_traces
     from surfacecheck.verify.run import REGRESSIONS, replay_regressions
     from surfacecheck.verify.runner import monitors_for
 
@@ -297,7 +298,8 @@ def _verify(shared: Shared) -> Outcome:
         runtime = shared.runtime()
         shared.name_unit("verify")
         levels = [lvl for lvl in examples if lvl in runtime.hello().get("levels", [])]
-        for entry in replay_regressions(REGRESSIONS, shared.spec, levels, shared.timeout, runtime=runtime):
+        for entry in replay_regressions(REGRESSIONS, shared.spec, levels, shared.timeout, runtime=runtime,
+                                        also=settled_traces(shared.spec)):
             if entry["verdict"].startswith("failing"):
                 return Outcome(FAILED, f"verify: regression {entry['trace'].rsplit('/', 1)[-1]}: {entry['detail']}")
             if entry["verdict"] == "inconclusive":

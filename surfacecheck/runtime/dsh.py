@@ -25,6 +25,9 @@ SERVE = ADAPTER / "adapter" / "serve.mjs"
 MODULES_ENV = "SURFACECHECK_DSH_MODULES"
 NODE_ENV = "SURFACECHECK_NODE"
 PACKAGES = tuple(json.loads((ADAPTER / "packages.json").read_text(encoding="utf-8"))["packages"])
+SETTLED = ADAPTER / "traces"
+"""The traces of settled divergences (``runtimes/dsh/DIVERGENCES.md``): where dsh and the model once parted, both now
+agree; replayed by every verify of dsh and by mutate's gate, so a change that reopens one is caught."""
 INSTALL_HINT = ("the dsh runtime needs Node.js >= 20 and npm on PATH (Debian: apt-get install nodejs npm), "
                 "or SURFACECHECK_NODE=/path/to/node")
 
@@ -32,6 +35,11 @@ INSTALL_HINT = ("the dsh runtime needs Node.js >= 20 and npm on PATH (Debian: ap
 def is_dsh_spec(spec: str) -> bool:
     """``dsh`` or ``dsh:DIR``."""
     return spec == "dsh" or spec.startswith("dsh:")
+
+
+def settled_traces(spec: str) -> tuple[Path, ...]:
+    """The folders of settled-divergence traces a verify of ``spec`` replays besides its regressions."""
+    return (SETTLED,) if is_dsh_spec(spec) and SETTLED.is_dir() else ()
 
 
 def node_binary() -> str | None:

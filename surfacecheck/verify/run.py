@@ -23,6 +23,7 @@ from surfacecheck.core.verdict import Verdict
 from surfacecheck.properties.stateful.inputs import report as input_report
 from surfacecheck.core.words import count
 from surfacecheck.core.protocol import RuntimeUnavailable
+from surfacecheck.runtime.dsh import settled_traces
 from surfacecheck.runtime.select import open_runtime
 from surfacecheck.core.trace import Trace, TraceError, write_trace
 from surfacecheck.properties.trace_check import read_valid_trace
@@ -188,7 +189,8 @@ def verify(runtime_spec: str, *, level: str | None = None, profile: str = "ci", 
         if missing:
             report.unavailable = f"unsupported: runtime supports levels {supported}, asked for {missing}"
             return report
-        report.regressions = replay_regressions(regressions, runtime_spec, levels, timeout, runtime, replay_also)
+        report.regressions = replay_regressions(regressions, runtime_spec, levels, timeout, runtime,
+                                                (*replay_also, *settled_traces(runtime_spec)))
         if any(r["verdict"] == "inconclusive" for r in report.regressions):
             return report  # the runtime died replaying a regression: nothing more can be concluded
         reference = open_reference(runtime_spec)

@@ -26,6 +26,12 @@ CITES = ("none", "the chunk", "the chunk", "none", "the chunk", "not a chunk")
 so for the rest of the example: the rarest."""
 
 
+UNMATCHED = ("no step open", "another turn", "another step")
+"""How a step event misses the open step (spec 4.2's check: none open, or its turn or its step differs)."""
+UNMATCHED_AFTER = 24
+"""Events an example holds before it may write an unmatched step event (which leaves the meter stuck)."""
+
+
 class LogMachine(LockstepMachine):
     level = "log"
     open_calls = Bundle("open_calls")
@@ -90,7 +96,6 @@ class LogMachine(LockstepMachine):
         self.answered = True
         return multiple(*ids)
 
-    @precondition(lambda self: self.step_open and not self.answered)
     @rule(text=ev.texts, reasoning=st.one_of(st.none(), ev.texts), streamed=st.one_of(st.none(), ev.usage_strategy),
           final=st.sampled_from(("same", "resampled", "none")), resample=ev.usage_strategy,
           cites=ev.weighted(st.sampled_from(("all", "all", "empty", "absent")),
@@ -102,7 +107,12 @@ class LogMachine(LockstepMachine):
         empty list for a known empty stream, none for a legacy message; a citation of another event or of another
         step's chunks leaves the meter stuck), the usage and pressure units take the chunk's sample first and the
         message's as a resample of the same step (spec 5.2: equal changes nothing). The durable message may keep
-        less than streamed (``cut``): the anchor prices what the provider produced, not what was kept."""
+        less than streamed (``cut``): the anchor prices what the provider produced, not what was kept. A step of its
+        own when the open one is answered or none is open."""
+        if self.step_open and self.answered:
+            self.end_step(False)
+        if not self.step_open:
+            self.begin_step()
         first = max(self.events, default=-1)
         seqs = []
         for body in ev.stream_chunks(text, reasoning, streamed, finish):
@@ -155,6 +165,21 @@ class LogMachine(LockstepMachine):
         if self.append(event, f"assistant/message whose usage is the anchor's estimate {offset:+d}") is not None:
             self.landed(f"meter anchor {offset:+d}")
         self.answered = True
+
+    @precondition(lambda self: self.model_meter() is not None and len(self.events) >= UNMATCHED_AFTER)
+    @rule(what=st.sampled_from(("step/end", "assistant/message")), which=st.sampled_from(UNMATCHED), text=ev.texts)
+    def unmatched_step_event(self, what, which, text):
+        """A step's close or its answer written under a step that is not the open one: the session takes it, the
+        meter refuses to fold it (spec 4.2: "has no matching step/start event") and is stuck from there on. Late in
+        an example (after :data:`UNMATCHED_AFTER` events), so the steps before it keep a live meter."""
+        if which == "no step open" and self.step_open:
+            self.end_step(False)
+        elif which != "no step open" and not self.step_open:
+            self.begin_step()
+        turn, step = self.turn + (which == "another turn"), self.step + (which == "another step")
+        event = ({"type": "step/end", "data": {"turn": turn, "step": step}} if what == "step/end" else
+                 ev.assistant_message(turn, step, self.fresh("a"), text, []))
+        self.append(event, f"{what} {turn}/{step} with {which}: the meter finds no matching step/start")
 
     @rule(window=st.sampled_from(ev.WINDOWS), model=st.sampled_from(ev.MODELS))
     def request_context(self, window, model):

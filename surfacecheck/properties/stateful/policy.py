@@ -73,16 +73,24 @@ config_probes = st.fixed_dictionaries({}, optional={
 VALID_MODEL_POLICY = {"provider": ev.PROVIDER, "model": ev.MODELS[0]}
 VALID_PRUNER = {"thresholdChars": 200, "headChars": 60, "tailChars": 40}
 PROBES_PER_CALL = 56
+UNKNOWN_KEY = "surfacecheckUnknown"
+"""A key no config schema of dsh's declares: each config object's key check refuses it."""
 FIELD_FORMS = tuple((schema, path, form) for schema, fields in vocabulary().config.items()
-                    for path, field in fields.items() for form in forms_of_type(field))
-"""Every form of every field of dsh's config schemas (compaction-basic's, the pruner's: its vocabulary)."""
+                    for path, field in fields.items() for form in forms_of_type(field)) + tuple(
+    (schema, f"{prefix}{UNKNOWN_KEY}", "an unknown key")
+    for schema, fields in vocabulary().config.items()
+    for prefix in ("", *(f"{path}." for path, field in fields.items() if field["type"] == "object")))
+"""Every form of every field of dsh's config schemas (compaction-basic's, the pruner's: its vocabulary), and a key
+none of them declares on each of their objects."""
 
 
 def _values(schema: str, path: str, form: str) -> tuple:
     """The values of one form of one field (``ABSENT``: the field left out)."""
-    field = vocabulary().config[schema][path]
+    field = vocabulary().config[schema].get(path, {"type": "number"})
     if form == "absent":
         return (ABSENT,)
+    if form == "an unknown key":
+        return (1,)
     if path == "modelPolicies" and form == "non-empty":  # one route twice, refused as a duplicate; valid lists
         return ([VALID_MODEL_POLICY, VALID_MODEL_POLICY],)  # come from `policies`
     if form in ("empty", "an object") and field["type"] in ("array", "object"):
