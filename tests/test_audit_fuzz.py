@@ -35,6 +35,8 @@ def test_mutated_logs_never_crash_the_audit(corpus, tmp_path_factory, log, edits
     for which, where, delete, value in edits:
         record = records[which % len(records)]
         paths = [p for p in _paths(record) if p and p[0] not in ("seq", "time")]
+        if not paths:  # an earlier edit left the record nothing but its seq and time
+            continue
         path = paths[where % len(paths)]
         parent = record
         for key in path[:-1]:

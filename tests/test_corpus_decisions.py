@@ -168,7 +168,7 @@ def summarizer_for(events) -> ScriptedSummarizer:
             match = NOT_SMALLER.match(end.data["error"])
             assert match, f"unexpected failed bracket: {end.data['error']}"
             scripts.append(SummaryScript(text="x" * (4 * (int(match.group(1)) - 102))))
-    return ScriptedSummarizer(tuple(scripts), SummaryScript(outcome="failure"), *route)
+    return ScriptedSummarizer(tuple(scripts), SummaryScript(outcome="failure"), reroute=route)
 
 
 def comparable(event):

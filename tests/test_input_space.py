@@ -34,7 +34,7 @@ def ci_operations() -> Counter:
 def test_every_kind_and_form_dsh_accepts_is_generated_at_the_ci_profile(ci_operations):
     inputs = report(ci_operations)
     assert set(inputs) == {"events", "blocks", "config compaction-basic", "config tool-result-pruner",
-                           "config checks", "/compact"}
+                           "config checks", "/compact", "agent options"}
     assert {schema: entry["missing"] for schema, entry in inputs.items() if entry["missing"]} == {}
     assert sum(entry["forms"] for entry in inputs.values()) >= 180  # 48 event types, 112 field forms, 20 checks...
 

@@ -32,7 +32,9 @@ from surfacecheck.model.summarizer import (
     frame_summary,
     summarization_input,
     summary_request,
+    summary_target,
 )
+from surfacecheck.model.policy import routed_target
 from surfacecheck.model.transaction import Faults, TransactionOptions, compact_surface_region
 
 PROVIDER, MODEL = "prov", "mod"
@@ -60,6 +62,19 @@ def tool_turn(close: bool = False) -> tuple[Session, dict]:
     if close:
         log.turn_end(1)
     return log.session, {"u": u, "a1": a1, "r1": r1, "a2": a2}
+
+
+def _unrouted_span() -> tuple[Session, int, int]:
+    """:func:`tool_turn`'s first step with no request/header logged: the span from its prompt to its result."""
+    log = Log()
+    log.turn_start(1)
+    log.step_start(1, 1)
+    u = log.user("please inspect the repository " * 20)
+    log.assistant(1, 1, "reading", calls=["c1"])
+    r1 = log.result(1, 1, "c1", "file contents " * 30)
+    log.step_end(1, 1)
+    log.step_start(1, 2)
+    return log.session, u, r1
 
 
 def price_of(session: Session, seq: int) -> int:
@@ -125,7 +140,7 @@ def test_success_bracket_shape_and_prices():
     assert data["shadowedTokenCount"] == shadow_price
     assert data["maxTokens"] == 8192
     assert data["usage"] == {"inputTokens": 40, "outputTokens": 5}
-    assert (data["provider"], data["model"]) == (ScriptedSummarizer().provider, ScriptedSummarizer().model)
+    assert (data["provider"], data["model"]) == routed_target(session)  # spec 8.5: no pair configured
     assert checkpoint.surface_op == {"op": "replace", "start": s["u"], "end": s["r1"]}
     assert checkpoint.source_event_seqs == [start.seq, summary.seq, *shadowed]
     assert checkpoint.data["content"] == frame_summary([{"type": "text", "text": SUMMARY}])
@@ -609,3 +624,24 @@ def test_automatic_has_no_flush():
     out = compact_surface_region(session, s["u"], s["r1"], AUTO, scripted(text=SUMMARY),
                                  Faults(flush_fails=True, cancel_during_flush=True))
     assert out.error is None and not out.aborted
+
+
+# -- the summary's route (spec 8.5) ---------------------------------------------------------------------
+def test_the_summary_route_is_the_configured_pair_then_the_logged_header_then_the_agents_options():
+    session, _ = tool_turn()
+    unrouted = Session()
+    agent = ("model", "model-summarizer")
+    assert summary_target(session, ("sum", "sum-model"), agent) == ("sum", "sum-model")
+    assert summary_target(session, ("", ""), agent) == routed_target(session)
+    assert summary_target(unrouted, ("", ""), agent) == agent
+    with pytest.raises(SummarizerError, match="^no provider/model available for summarization"):
+        summary_target(unrouted, ("", ""), None)
+
+
+@pytest.mark.parametrize("options", [{}, {"provider": "model"}, {"model": "m"}, {"provider": "", "model": "m"},
+                                     {"provider": "p", "model": ""}])
+def test_an_incomplete_agent_options_pair_is_no_target(options):
+    summarizer = ScriptedSummarizer(provider=options.get("provider"), model=options.get("model"))
+    assert summarizer.target is None
+    out = compact_surface_region(*_unrouted_span(), AUTO, summarizer)
+    assert isinstance(out.error, SummarizerError) and "no provider/model available" in out.error.message

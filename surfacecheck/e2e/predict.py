@@ -251,12 +251,7 @@ def summaries_from_log(events: list[Event]) -> tuple[ScriptedSummarizer, list[Su
             scripts.append(SummaryScript(text="x" * (4 * (int(match.group(1)) - FRAME_TOKENS))))
         else:
             scripts.append(SummaryScript(outcome="failure"))
-    if route is None:
-        header = next((e.data.get("header") for e in events if e.type == "request/header"
-                       and isinstance(e.data, dict)), None)
-        config = (header or {}).get("config") or {}
-        route = (config.get("provider", "model"), config.get("model", "model-summarizer"))
-    return ScriptedSummarizer(tuple(scripts), SummaryScript(outcome="failure"), *route), scripts
+    return ScriptedSummarizer(tuple(scripts), SummaryScript(outcome="failure"), reroute=route), scripts
 
 
 def summaries_from_requests(requests: list[dict] | None) -> list[SummaryScript] | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from .estimate import header_equals
 from .manual import compact_command
 from .policy import (PRESSURE, Environment, OverflowState, compact_if_needed, on_request_error, reset_overflow,
-                     summary_max_tokens)
+                     summary_options)
 from .runtime_context import NEVER, fold_retained, project_sections
 from .session import Session, append, derive_messages, request_header, seeded
 
@@ -271,8 +271,8 @@ def manual_compact(agent: Agent, command_id: str | None = None, args: str = "") 
     command_id = command_id or f"cmd-{before.next_seq}"
     session, result, labels = compact_command(before, command_id, args, summarizer=agent.env.summarizer,
                                               faults=agent.env.faults,
-                                              max_tokens=summary_max_tokens(before, agent.env.policy.compaction,
-                                                                            agent.env.summarizer.target))
+                                              **summary_options(before, agent.env.policy.compaction,
+                                                                agent.env.summarizer.target))
     return _absorb(agent, before, session, labels)
 
 

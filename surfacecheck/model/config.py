@@ -96,6 +96,11 @@ class CompactionConfig:
     model_policies: tuple = ()
     auto: bool = True
 
+    @property
+    def summarization(self) -> tuple[str, str]:
+        """The configured summarization pair (spec 8.5: used when its provider is non-empty)."""
+        return self.summarization_provider, self.summarization_model
+
 
 def resolve_config(config: Mapping[str, Any] | None = None) -> CompactionConfig:
     """`resolveConfig` (spec 9.1): raises CompactionConfigError with dsh's message."""
@@ -148,6 +153,7 @@ class TargetPolicy:
     max_tokens: int
     compaction_retries: int
     max_overflow_retries: int
+    summarization: tuple[str, str] = ("", "")
 
     @property
     def key(self) -> str:
@@ -160,7 +166,9 @@ def resolve_target_policy(config: CompactionConfig, provider: str, model: str) -
         provider, model, override.get("thresholdRatio", config.threshold_ratio),
         _retention(override, config.retention), override.get("maxTokens", config.max_tokens),
         override.get("compactionRetries", config.compaction_retries),
-        override.get("maxOverflowRetries", config.max_overflow_retries))
+        override.get("maxOverflowRetries", config.max_overflow_retries),
+        (override.get("summarizationProvider", config.summarization_provider),
+         override.get("summarizationModel", config.summarization_model)))
 
 
 @dataclass(frozen=True)

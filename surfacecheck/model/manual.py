@@ -30,7 +30,7 @@ MESSAGES = {
 
 def compact_now(session: Session, *, agent_idle: bool = True, source_command_id: str | None = None,
                 summarizer: ScriptedSummarizer = ScriptedSummarizer(), faults: Faults = NO_FAULTS,
-                caller_aborted: bool = False, max_tokens: int = 8192,
+                caller_aborted: bool = False, max_tokens: int = 8192, summarization: tuple[str, str] = ("", ""),
                 on_caller_abort: Callable[[Session], Session] | None = None) -> Outcome:
     """`BasicCompactionEngine.compactNow` (spec 11.2). value: CompactionResult or None (nothing to compact).
     ``on_caller_abort``: what the caller writes the moment its signal aborts mid-transaction (the `/compact`
@@ -47,6 +47,7 @@ def compact_now(session: Session, *, agent_idle: bool = True, source_command_id:
         return Outcome(session, labels=("compactNow: no compactable range",))
     tx = seams.compact_surface_region(session, span.start, span.end,
                                       TransactionOptions.manual(source_command_id, max_tokens=max_tokens,
+                                                                summarization=summarization,
                                                                 on_caller_abort=on_caller_abort),
                                       summarizer, faults, False)
     if tx.error is not None and tx.agent_aborted:

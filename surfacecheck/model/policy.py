@@ -18,6 +18,26 @@ from .transaction import NO_FAULTS, Faults, Outcome, TransactionOptions
 
 PRESSURE = "pressure"
 OVERFLOW = "context-overflow"
+STEP_PRESSURE, OVERFLOW_RECOVERY = "step pressure", "context overflow recovery"
+"""The triggers compaction-basic's listeners name in their logger lines (spec 9.3, 10.2)."""
+
+
+def compacted_line(result, trigger: str) -> dict:
+    """The listener's info line for a non-null result (`logResult`, spec 9.3)."""
+    return {"level": "info", "text": f"compaction ({trigger}): shadowed {len(result.shadowed_seqs)} surface nodes "
+                                     f"(seqs {result.start}-{result.end}, ~{result.shadowed_token_count} tokens)"}
+
+
+def warning(text: str) -> dict:
+    return {"level": "warn", "text": text}
+
+
+def pressure_log(outcome: Outcome, warned: bool) -> tuple[dict, ...]:
+    """What the `agent/pre-step` listener logs (spec 9.3): the result, or the error unless it is a
+    TargetPressureConfigError already warned for its target key (``warned``)."""
+    if outcome.error is not None:
+        return () if warned else (warning(f"step compaction failed: {outcome.error.message}; continuing the turn"),)
+    return () if outcome.value is None else (compacted_line(outcome.value, STEP_PRESSURE),)
 
 
 def routed_target(session: Session) -> tuple[str, str] | None:
@@ -29,13 +49,19 @@ def routed_target(session: Session) -> tuple[str, str] | None:
     return None
 
 
-def summary_max_tokens(session: Session, config, agent_target: tuple[str, str] | None = None) -> int:
-    """`summarize()` (spec 8.3, D6; compaction-basic `index.ts` `summarize`): every summary request — pressure,
-    overflow and manual `/compact` alike — asks for the `maxTokens` of the policy of `conversationTarget(agent)`:
-    the routed target, else the agent's own provider and model (``agent_target``, its AgentOptions; D13), else
-    the base config's."""
+def summary_policy(session: Session, config, agent_target: tuple[str, str] | None = None):
+    """`summarize()` (spec 8.5, D6; compaction-basic `index.ts` `summarize`): every summary request — pressure,
+    overflow and manual `/compact` alike — runs under the policy of `conversationTarget(agent)`: the routed target,
+    else the agent's own complete provider and model (``agent_target``, its AgentOptions; D13), else the base
+    config. Its `maxTokens` caps the request, its summarization pair routes it."""
     target = active().routed_target(session) or agent_target
-    return resolve_target_policy(config, *target).max_tokens if target is not None else config.max_tokens
+    return resolve_target_policy(config, *target) if target is not None else config
+
+
+def summary_options(session: Session, config, agent_target: tuple[str, str] | None = None) -> dict:
+    """The transaction options :func:`summary_policy` sets: the cap and the configured summarization pair."""
+    policy = summary_policy(session, config, agent_target)
+    return {"max_tokens": policy.max_tokens, "summarization": policy.summarization}
 
 
 @dataclass(frozen=True)
@@ -98,7 +124,7 @@ def compact_if_needed(session: Session, mode: str, env: Environment, signal_abor
         if measurement.total_tokens < spec.threshold_tokens:
             return Outcome(session, labels=tuple(labels) + ("pressure: pruning sufficed; no summary",))
     result = None
-    options = TransactionOptions(max_tokens=spec.max_tokens)
+    options = TransactionOptions(max_tokens=spec.max_tokens, summarization=policy.summarization)
     for attempt in range(spec.compaction_retries + 1):
         try:
             span = seams.select_compactable_range(session, measurement, spec.retain_tokens)
@@ -150,7 +176,9 @@ def _overflow(session: Session, env: Environment, signal_aborted: bool) -> Outco
     labels.append(f"overflow: range {span.start}-{span.end} (retain 0)")
     target = seams.routed_target(session)
     policy = resolve_target_policy(env.policy.compaction, *target)
-    tx = seams.compact_surface_region(session, span.start, span.end, TransactionOptions(max_tokens=policy.max_tokens),
+    tx = seams.compact_surface_region(session, span.start, span.end,
+                                      TransactionOptions(max_tokens=policy.max_tokens,
+                                                         summarization=policy.summarization),
                                       env.summarizer, env.faults, signal_aborted)
     return Outcome(tx.session, value=tx.value, error=tx.error, aborted=tx.aborted, labels=tuple(labels) + tx.labels)
 
@@ -191,16 +219,20 @@ def on_request_error(session: Session, state: OverflowState, failure_code: str, 
         if not aborted and advanced:
             label = ("overflow compaction failed after durable surface progress: "
                      f"{outcome.error.message}; retrying from the replacement surface")
-            return (Outcome(outcome.session, error=outcome.error, labels=outcome.labels + (label,)),
-                    OverflowState(state.retries + 1, True), True)
+            return (Outcome(outcome.session, error=outcome.error, labels=outcome.labels + (label,),
+                            logged=(warning(f"context-{label}"),)), OverflowState(state.retries + 1, True), True)
         label = f"overflow compaction failed: {outcome.error.message}; preserving the original request error"
-        return Outcome(outcome.session, error=outcome.error, labels=outcome.labels + (label,)), state, False
+        why = "cancellation prevents retry" if aborted else "preserving the original request error"
+        line = warning(f"context-overflow compaction failed: {outcome.error.message}; {why}")
+        return Outcome(outcome.session, error=outcome.error, labels=outcome.labels + (label,), logged=(line,)), \
+            state, False
     if aborted or not advanced:
         return (Outcome(outcome.session, value=outcome.value, labels=outcome.labels
                         + ("overflow: no generation advance; the request error stands",)), state, False)
+    logged = () if outcome.value is None else (compacted_line(outcome.value, OVERFLOW_RECOVERY),)
     return (Outcome(outcome.session, value=outcome.value, labels=outcome.labels
-                    + (f"overflow: generation {gen0} -> {outcome.session.generation}; retry the same step",)),
-            OverflowState(state.retries + 1, True), True)
+                    + (f"overflow: generation {gen0} -> {outcome.session.generation}; retry the same step",),
+                    logged=logged), OverflowState(state.retries + 1, True), True)
 
 
 def reset_overflow(state: OverflowState, event_type: str, status: str | None = None,

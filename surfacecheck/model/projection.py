@@ -193,3 +193,15 @@ class Observability:
 def fold_observability(state: Observability, event: Event) -> Observability:
     return Observability(fold_usage(state.usage, event), fold_pressure(state.pressure, event),
                          fold_breakdown(state.breakdown, event))
+
+
+UNIT_SCHEMAS = {"tokenUsage": (), "contextBreakdown": (), "contextPressure": ("contextWindow",)}
+"""Each projection unit's zod schema (spec 5.2; token-meter `projectionSchema`, `pressureSchema`, the breakdown's):
+every field an integer, non-negative, the ones named here positive. `snapshot()` passes each value through it."""
+
+
+def schema_refuses(unit: str, value: dict) -> bool:
+    """Whether ``unit``'s schema refuses ``value`` (its view, by dsh's field names or the protocol's)."""
+    positive = UNIT_SCHEMAS[unit]
+    return not all(isinstance(v, int) and not isinstance(v, bool) and (v > 0 if k in positive else v >= 0)
+                   for k, v in value.items())

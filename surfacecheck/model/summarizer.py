@@ -73,6 +73,32 @@ def summarization_input(session: Session, shadowed: tuple[int, ...]) -> Summariz
     return SummarizationInput(header.get("system"), tuple(tools) if tools is not None else None, messages)
 
 
+NO_TARGET = ("no provider/model available for summarization: set both BasicCompactionConfig summarization fields, "
+             "route one request, or set both AgentOptions fields")
+
+
+def complete_pair(provider, model) -> tuple[str, str] | None:
+    """A provider/model pair when both are non-empty strings (AgentOptions' completeness test, spec 8.5)."""
+    if isinstance(provider, str) and provider and isinstance(model, str) and model:
+        return provider, model
+    return None
+
+
+def summary_target(session: Session, summarization: tuple[str, str], agent_target: tuple[str, str] | None
+                   ) -> tuple[str, str]:
+    """`summarizeWithLlm`'s route (spec 8.5): the configured pair when its provider is non-empty, else the latest
+    logged header's config, else the agent's complete AgentOptions pair; none of them: dsh throws before streaming."""
+    if summarization[0] != "":
+        return summarization
+    header = request_header(session)
+    config = header.get("config") if isinstance(header, dict) else None
+    if isinstance(config, dict):
+        return config.get("provider"), config.get("model")
+    if agent_target is not None:
+        return agent_target
+    raise SummarizerError(NO_TARGET)
+
+
 def summary_request(inp: SummarizationInput, provider: str, model: str, max_tokens: int, session_id: str) -> dict:
     """The one stream call `summarizeWithLlm` makes (spec 8.5; seed §8): region messages, then one fixed
     English instruction; only route, cap, session id and purpose — no conversation sampling config."""
@@ -92,6 +118,8 @@ def summary_request(inp: SummarizationInput, provider: str, model: str, max_toke
 
 
 # -- the scripted stand-in ---------------------------------------------------------------------
+AGENT_OPTIONS = ("model", "model-summarizer")
+"""The agent's provider and model (AgentOptions) unless a driver sets others: the scripted summarizer's route."""
 OUTCOMES = ("text", "failure", "empty", "image", "truncated", "cancel", "agent-cancel", "late-cancel")
 
 
@@ -179,13 +207,17 @@ class ScriptedSummarizer:
 
     scripts: tuple[SummaryScript, ...] = ()
     default: SummaryScript = field(default_factory=SummaryScript)
-    provider: str = "model"
-    model: str = "model-summarizer"
+    provider: str | None = AGENT_OPTIONS[0]
+    model: str | None = AGENT_OPTIONS[1]
+    reroute: tuple[str, str] | None = None
+    """The provider/model an `llm/stream` middleware rewrites the summary request to (spec 8.5: the recorded route is
+    read back from the mutated options, as a real runtime's mock provider does); None: nothing reroutes it."""
 
     @property
-    def target(self) -> tuple[str, str]:
-        """The agent's own provider and model (its AgentOptions): `conversationTarget`'s fallback (spec 8.3)."""
-        return self.provider, self.model
+    def target(self) -> tuple[str, str] | None:
+        """The agent's own provider and model (its AgentOptions) when both are set: `conversationTarget`'s and the
+        summary route's fallback (spec 8.5)."""
+        return complete_pair(self.provider, self.model)
 
     def script_for(self, session: Session) -> SummaryScript:
         call = sum(1 for event in session.log if event.type == "compaction/start") - 1

@@ -22,7 +22,7 @@ from .event import Event
 from .region import Selection, lock_is_live
 from .seams import active
 from .session import Session, append
-from .summarizer import ScriptedSummarizer, checkpoint_message, run_script, summarization_input
+from .summarizer import ScriptedSummarizer, checkpoint_message, run_script, summarization_input, summary_target
 
 AUTOMATIC = "current-turn"
 MANUAL = None
@@ -50,6 +50,7 @@ class TransactionOptions:
     source_command_id: str | None = None
     flush: bool = False
     max_tokens: int = 8192
+    summarization: tuple[str, str] = ("", "")  # the configured pair of summarize()'s policy (spec 8.5)
     session_id: str = "session"
     # What the caller's side writes the moment its signal aborts while the transaction runs: dsh-commands'
     # executor stops awaiting the `/compact` handler then and appends `command/done` (spec 11.1 `withAbort`),
@@ -88,6 +89,7 @@ class Outcome:
     aborted: bool = False
     labels: tuple[str, ...] = ()
     agent_aborted: bool = False
+    logged: tuple[dict, ...] = ()  # what a listener wrote to its logger ({level, text}; spec 9.3, 10.2)
 
 
 class _AppendRefused(ModelError):
@@ -157,6 +159,7 @@ def compact_surface_region(
         shadowed_tokens = sum(price for _, price in selected)
         inp = summarization_input(session, selection.shadowed)
         # -- step 8: summarize (while it runs, other producers may append) ---------------------
+        target = summary_target(session, options.summarization, summarizer.target)
         for type_, data, op, *sources in script.concurrent:
             kw = {} if op is None else {"surface_op": op}
             if sources:
@@ -178,7 +181,7 @@ def compact_surface_region(
             caller_aborted = True
             labels.append("summary stage: signal aborted but the summarizer returned anyway")
             session = _caller_aborts(session, options, labels)
-        summarized = run_script(script, inp, summarizer.provider, summarizer.model, options.max_tokens)
+        summarized = run_script(script, inp, *(summarizer.reroute or target), options.max_tokens)
         # -- step 9-10: frame and the shrink rule ----------------------------------------------
         checkpoint = checkpoint_message(list(summarized.summary), compaction_id, options.source_command_id,
                                         f"checkpoint-{compaction_id}")

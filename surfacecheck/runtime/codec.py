@@ -241,6 +241,17 @@ def snapshot_id(seq: int) -> str:
     return f"runtime-context-{seq}"
 
 
+def agent_options(args: dict) -> tuple[str | None, str | None] | None:
+    """``configure``'s optional ``agent {provider?, model?}``: the agent's AgentOptions from now on (a key left out is
+    unset; an empty string is kept, spec 8.5 tells them apart from complete pairs); None when not given."""
+    agent = require(args, "agent", dict, optional=True)
+    if agent is None:
+        return None
+    if set(agent) - {"provider", "model"} or not all(isinstance(v, str) for v in agent.values()):
+        raise ProtocolError("bad-args", "agent is {provider?: string, model?: string}")
+    return agent.get("provider"), agent.get("model")
+
+
 def configure_args(args: dict) -> tuple[Any, dict | None, tuple]:
     """``configure {policy, context_window?, route?, summaries?}`` → (RuntimePolicy, capacity, queue).
 

@@ -4,7 +4,8 @@
 the event types its read path understands (dsh-session's ``KNOWN_SESSION_EVENT_TYPES``), the content-block kinds
 its token meter prices apart (``estimateContent``'s cases, spec 4.1), the config schemas of compaction-basic and
 the tool-result pruner field by field (spec 9.1, 6), every refusal message of their config resolvers with its
-line, and the ``/compact`` command's grammar (spec 11). The file is committed so the generators do not need Node;
+line, the ``/compact`` command's grammar (spec 11), and the AgentOptions fields compaction-basic reads with their declared
+types (spec 8.5). The file is committed so the generators do not need Node;
 ``python -m surfacecheck.runtime.dsh_vocabulary`` compares it with the installed dsh (``--write`` rewrites it),
 and a test fails when they drift.
 """
@@ -52,12 +53,13 @@ class Vocabulary:
     checks: tuple[Check, ...]
     compact_usage: str
     compact_trims: bool
+    agent: dict  # AgentOptions field -> {type, optional}
 
     @classmethod
     def from_json(cls, doc: dict) -> "Vocabulary":
         return cls(tuple(doc["events"]), tuple(doc["blocks"]), doc["config"],
                    tuple(Check(c["package"], c["file"], c["line"], c["message"]) for c in doc["checks"]),
-                   doc["compact"]["usage"], doc["compact"]["trims"])
+                   doc["compact"]["usage"], doc["compact"]["trims"], doc.get("agent", {}))
 
 
 @functools.cache

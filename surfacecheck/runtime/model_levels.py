@@ -15,17 +15,18 @@ from typing import Any
 from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 from surfacecheck.model.manual import MESSAGES, compact_command
 from surfacecheck.model.meter import measure_state
-from surfacecheck.model.policy import PRESSURE, Environment, OverflowState, reset_overflow, summary_max_tokens
+from surfacecheck.model.policy import (PRESSURE, Environment, OverflowState, pressure_log, reset_overflow,
+                                       summary_options)
 from surfacecheck.model.prune_content import resolve_pruner_config
 from surfacecheck.model.pruner import prune_session
 from surfacecheck.model.runtime_context import project_sections
 from surfacecheck.model.seams import active
 from surfacecheck.model.session import append, seeded
-from surfacecheck.model.summarizer import ScriptedSummarizer, SummaryScript
+from surfacecheck.model.summarizer import AGENT_OPTIONS, ScriptedSummarizer, SummaryScript
 from surfacecheck.model.transaction import TransactionOptions
 
 from ..core.protocol import ProtocolError, bind_level_ops
-from .codec import (claimed_messages, command_raw_input, compaction_result, configure_args, context_sections,
+from .codec import (agent_options, claimed_messages, command_raw_input, compaction_result, configure_args, context_sections,
                     failure, faults, refusal, require, snapshot_id, step_marker, summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
@@ -39,6 +40,7 @@ class LevelState:
     def __init__(self) -> None:
         self.env = Environment()
         self.queue: tuple[SummaryScript, ...] = ()
+        self.agent: tuple = AGENT_OPTIONS  # the agent's AgentOptions provider and model (None: unset)
         self.reopen()
 
     def reopen(self) -> None:
@@ -76,7 +78,8 @@ class _Ops:
         own = summary_scripts(args)
         scripts = own if own is not None else self.state.queue
         default = SummaryScript()
-        return ScriptedSummarizer(scripts=(default,) * self.state.starts + tuple(scripts)), own is None
+        return ScriptedSummarizer(scripts=(default,) * self.state.starts + tuple(scripts),
+                                  provider=self.state.agent[0], model=self.state.agent[1]), own is None
 
     def _run(self, args: dict, transition) -> tuple[Any, dict]:
         """Run ``transition(session, summarizer, faults)`` -> Outcome-like; adopt its session; common fields."""
@@ -134,17 +137,17 @@ class _Ops:
         aborted = require(args, "aborted", bool, optional=True, default=False)
         try:
             outcome, common = self._run(args, lambda s, summ, f: active().compact_surface_region(
-                s, start, end, self._compact_options(s, manual), summ, f, aborted))
+                s, start, end, self._compact_options(s, summ, manual), summ, f, aborted))
         except ModelError as exc:
             return refusal(exc)
         return {"kind": _kind(outcome.error, bool(common["appended"])), "result": compaction_result(outcome.value),
                 "failure": failure(outcome.error), "aborted": outcome.aborted, **common}
 
-    def _compact_options(self, session, manual: bool) -> TransactionOptions:
-        """The engine's region dependencies summarize every request with the routed target policy's maxTokens
-        (spec 8.3, D6: `summarize()`), the direct `compact` op's too; found by ``lockstep-log``."""
-        max_tokens = summary_max_tokens(session, self.state.env.policy.compaction, self.state.env.summarizer.target)
-        return TransactionOptions.manual(max_tokens=max_tokens) if manual else TransactionOptions(max_tokens=max_tokens)
+    def _compact_options(self, session, summarizer: ScriptedSummarizer, manual: bool) -> TransactionOptions:
+        """The engine's region dependencies summarize every request under `conversationTarget`'s policy (spec 8.5,
+        D6: `summarize()`), the direct `compact` op's too; found by ``lockstep-log``."""
+        kw = summary_options(session, self.state.env.policy.compaction, summarizer.target)
+        return TransactionOptions.manual(**kw) if manual else TransactionOptions(**kw)
 
     # -- policy level (spec 9, 10.2, 11, 1.5) -------------------------------------------------
     def configure(self, args: dict) -> dict:
@@ -153,8 +156,11 @@ class _Ops:
             policy, capacity, queue = configure_args(args)
         except ModelError as exc:
             return refusal(exc)
+        agent = agent_options(args)
         self.state.env = Environment(policy=policy, capacity=capacity)
         self.state.queue = queue or ()
+        if agent is not None:
+            self.state.agent = agent
         return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}
 
     def pre_step(self, args: dict) -> dict:
@@ -166,7 +172,7 @@ class _Ops:
         before = len(self.rt.session.log)
         candidate = None if sections is None else project_sections(self.rt.retained, sections)
         if not self.state.env.policy.compaction.auto:
-            reply = {"kind": "disabled", "result": None, "failure": None}
+            reply = {"kind": "disabled", "result": None, "failure": None, "logged": []}
         else:
             env = self.state.env
             try:
@@ -174,8 +180,9 @@ class _Ops:
                     s, PRESSURE, dc_replace(env, summarizer=summ, faults=f)))
             except ModelError as exc:
                 return refusal(exc)
-            reply = {"kind": self._pressure_kind(outcome, bool(common["appended"])),
-                     "result": compaction_result(outcome.value), "failure": failure(outcome.error)}
+            kind = self._pressure_kind(outcome, bool(common["appended"]))
+            reply = {"kind": kind, "result": compaction_result(outcome.value), "failure": failure(outcome.error),
+                     "logged": list(pressure_log(outcome, kind == "silent"))}
         reply["measured"] = self._measured(reply["kind"])
         snapshot = self._enter(marker, claimed or [], candidate)
         reply.update(generation=self.rt.session.generation,
@@ -238,7 +245,8 @@ class _Ops:
             return refusal(exc)
         self.state.overflow = box["state"]
         return {"kind": "retry" if box["retry"] else "next", "retries": box["state"].retries,
-                "result": compaction_result(outcome.value), "failure": failure(outcome.error), **common}
+                "result": compaction_result(outcome.value), "failure": failure(outcome.error),
+                "logged": list(outcome.logged), **common}
 
     def manual_compact(self, args: dict) -> dict:
         """`/compact` (spec 11.1): `command/run`, `compactNow`, `command/done`; the command's kind and text."""
@@ -252,8 +260,8 @@ class _Ops:
             after, result, labels = compact_command(session, command_id, command_raw_input(raw), summarizer=summ,
                                                     faults=f,
                                                     caller_aborted=aborted, agent_idle=idle,
-                                                    max_tokens=summary_max_tokens(session, self.state.env.policy.compaction,
-                                                                                   self.state.env.summarizer.target))
+                                                    **summary_options(session, self.state.env.policy.compaction,
+                                                                      summ.target))
             box["result"] = result
             return (after, labels)
 

@@ -20,7 +20,7 @@ from surfacecheck.model.event import Event
 from surfacecheck.model.meter import MeterState, measure_state
 from surfacecheck.model.pairing import Cuts
 from surfacecheck.model.projection import (ContextBreakdown, ContextPressure, SurfaceProjection, TokenUsage,
-                                          fold_breakdown, fold_pressure)
+                                          fold_breakdown, fold_pressure, schema_refuses)
 from surfacecheck.model.runtime_context import NEVER, fold_retained
 from surfacecheck.model.seams import active
 from surfacecheck.model.session import Session, append
@@ -203,8 +203,14 @@ class ModelRuntime:
             reply["pressure"] = None if p is None else {key: value for key, value in (
                 ("contextWindow", p.context_window), ("pressureTokens", p.pressure_tokens),
                 ("projectedTokens", p.projected_tokens)) if value is not None}
+        refused = [unit for unit, key in UNIT_KEYS if reply.get(key) is not None and schema_refuses(unit, reply[key])]
+        if refused:
+            reply["refused"] = refused
         return reply
 
+
+UNIT_KEYS = (("tokenUsage", "usage"), ("contextBreakdown", "breakdown"), ("contextPressure", "pressure"))
+"""Each projection unit and the reply key its value goes under."""
 
 _FOLD_ERRORS = (ModelError, KeyError, TypeError, IndexError, AttributeError)
 

@@ -77,6 +77,12 @@ def _refusable(schema: dict) -> dict:
     return {"oneOf": [schema, REFUSAL]}
 
 
+REFUSED_UNITS = {"type": "array", "minItems": 1, "items": {"enum": ["tokenUsage", "contextBreakdown", "contextPressure"]}}
+"""The projection units whose value (given beside) their own schema refuses: dsh's `snapshot()` throws on it."""
+
+LOGGED = {"type": "array", "items": _obj(("level", "text"), level={"enum": ["info", "warn"]}, text={"type": "string"})}
+"""What the listener wrote to its logger during the op, in order (spec 9.3, 10.2)."""
+
 ARGS: dict[str, dict] = {
     "hello": _obj(), "bench": _obj(("sizes",), True, sizes={"type": "array", "items": NAT}, appends=NAT),
     "reset": _obj(), "append": _obj(("event",), event=EVENT), "surface": _obj(), "cuts": _obj(),
@@ -90,6 +96,7 @@ ARGS: dict[str, dict] = {
     "configure": _obj(policy={"type": ["object", "null"]}, context_window={"type": ["integer", "null"]},
                       route={"oneOf": [{"type": "null"}, _obj(("provider", "model"), provider={"type": "string"},
                                                                 model={"type": "string"})]},
+                      agent=_obj(provider={"type": "string"}, model={"type": "string"}),
                       summaries=SUMMARIES, summary=RUN_ARGS["summary"]),
     "pre_step": _obj(context={"type": ["array", "null"], "items": _obj(("name", "text"), name={"type": "string"},
                                                                         text={"type": "string"})},
@@ -118,9 +125,10 @@ RESULTS: dict[str, dict] = {
                                surface_tokens=INT, baseline=_obj(("kind", "tokens"), kind={"enum": [
                                    "usage", "estimated", "none"]}, tokens=INT))),
     "projection": {"oneOf": [_obj(("total",), total=INT, usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN,
-                                  pressure=CONTEXT_PRESSURE),
+                                  pressure=CONTEXT_PRESSURE, refused=REFUSED_UNITS),
                              _obj(("total", "error"), total={"type": "null"}, error=REFUSAL["properties"]["error"],
-                                  usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN, pressure=CONTEXT_PRESSURE)]},
+                                  usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN, pressure=CONTEXT_PRESSURE,
+                                  refused=REFUSED_UNITS)]},
     "select_range": _refusable(_obj(("range",), range={"oneOf": [{"type": "null"}, _obj(
         ("start", "end"), start=NAT, end=NAT)]})),
     "prune": _refusable(_obj(("kind", "pruned", "failure", "generation", "appended"),
@@ -138,10 +146,10 @@ RESULTS: dict[str, dict] = {
     "pre_step": _refusable(_obj(("kind", "result", "failure", "generation", "appended"),
                                 kind={"enum": ["disabled", "noop", "pruned", "compacted", "warned", "silent"]},
                                 result=RESULT, failure=FAILURE, snapshot=SEQ_OR_NULL,
-                                measured={"oneOf": [{"type": "null"}, NAT]}, **COMMON)),
+                                measured={"oneOf": [{"type": "null"}, NAT]}, logged=LOGGED, **COMMON)),
     "request_error": _refusable(_obj(("kind", "retries", "result", "failure", "generation", "appended"),
                                      kind={"enum": ["retry", "next"]}, retries=NAT, result=RESULT, failure=FAILURE,
-                                     snapshot=SEQ_OR_NULL, **COMMON)),
+                                     snapshot=SEQ_OR_NULL, logged=LOGGED, **COMMON)),
     "manual_compact": _refusable(_obj(("kind", "code", "text", "sourceEventSeq", "generation", "appended"),
                                       kind={"enum": ["success", "error"]},
                                       code={"enum": ["success", "nothing", "usage", "busy", "cancelled", "changed",

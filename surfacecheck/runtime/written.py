@@ -1,5 +1,5 @@
-"""The events a runtime wrote, as the suite compares them (spec 1.1): every field, except what the runtime mints
-for itself and what the model does not reproduce. Shared by the lockstep (``lockstep-log``) and the runtime
+"""The events a runtime wrote, as the suite compares them (spec 1.1): every field, the ids a runtime mints for itself
+named by where they recur. Shared by the lockstep (``lockstep-log``) and the runtime
 stage's protocol sample (``events``)."""
 from __future__ import annotations
 
@@ -9,18 +9,14 @@ MINTED_IDS = ("id", "commandId", "sourceCommandId")
 """Event data fields holding ids a runtime mints itself (dsh: a random UUID for the checkpoint message, a random
 command id): compared by where they recur, not by their spelling: each side's ids are named in order of appearance
 within one answer (the events one step wrote), so a name never depends on what came before."""
-UNMODELLED = {"compaction/summary": ("provider", "model")}
-"""Event data the model does not reproduce: the summarizer's route (spec 8.4: the policy's summarization fields,
-else the latest request/header, else the agent's options); the model's scripted summarizer names its own."""
 
 
 def as_compared(event: Any, names: dict) -> Any:
     """``event`` with its minted ids named by first appearance (keys walked in sorted order, so the names never
-    depend on how a runtime orders its keys) and the unmodelled data left out."""
+    depend on how a runtime orders its keys)."""
     if not isinstance(event, dict) or not isinstance(event.get("data"), dict):
         return event
-    data = {k: v for k, v in event["data"].items() if k not in UNMODELLED.get(event.get("type"), ())}
-    return {**event, "data": _named(data, names)}
+    return {**event, "data": _named(event["data"], names)}
 
 
 def _named(value: Any, names: dict) -> Any:

@@ -5,7 +5,7 @@
 import { streamScript, DEFAULT_SCRIPT } from './summarizer.mjs';
 import { plugCommands } from './command.mjs';
 
-const AGENT_OPTIONS = { provider: 'model', model: 'model-summarizer' }; // the scripted summarizer's route
+const AGENT_OPTIONS = { provider: 'model', model: 'model-summarizer' }; // a new session's AgentOptions provider/model
 
 /** An injected append failure of the outside world (spec 8.3; the model's `_AppendRefused`). */
 export class AppendRefused extends Error {}
@@ -26,12 +26,14 @@ export class Composition {
     this.window = null;         // contextWindow for every route (null: no capacity)
     this.capacity = null;       // Map "provider\0model" -> window, when configure named a route
     this.queue = [];            // the standing summary queue
+    this.agentOptions = { ...AGENT_OPTIONS }; // the agent's AgentOptions provider/model (configure's `agent`)
     this.op = null;             // per-op world state (scripts, faults, controllers, observations)
     this.starts = 0;
     this.appendErrors = new WeakSet();
     this.appendSeqs = new WeakMap();
     this.summarizerErrors = new WeakSet();
     this.warnings = [];
+    this.logged = [];           // the op's info and warn lines of the world's logger, as {level, text}
     world.observers.push((event) => { if (event.type === 'compaction/start') this.starts += 1; this.onEvent(event); });
   }
 
@@ -93,7 +95,12 @@ export class Composition {
     this.EngineClass = ScriptedEngine;
     this.forks = [];
     await this.plugEngine();
-    ctx.logger.exporter({ levels: { default: 3 }, export: (message) => { if (message.type === 'warn') this.warnings.push(message); } });
+    ctx.logger.exporter({ levels: { default: 3 }, export: (message) => {
+      if (message.type === 'warn') this.warnings.push(message);
+      if (message.type === 'warn' || message.type === 'info') {
+        this.logged.push({ level: message.type, text: String(message.args?.[0] ?? message.content ?? message) });
+      }
+    } });
     ctx.on('session/flush', () => this.flushed());
     this.session = session;
     this.wrapAppend(session);
@@ -131,7 +138,7 @@ export class Composition {
     const { agentEvents } = this.world.dsh.mods['dsh-agent'];
     const { ctx } = this.world;
     const agent = Object.create(loop.ReactLoopAgent.prototype);
-    Object.assign(agent, { loopCtx: ctx, id: 'surfacecheck', options: { ...AGENT_OPTIONS }, session, ctx,
+    Object.assign(agent, { loopCtx: ctx, id: 'surfacecheck', options: { ...this.agentOptions }, session, ctx,
       phase: { kind: 'idle', lastTurn: 0 }, activityDone: Promise.resolve(), inbox: { hasPending: false } });
     agent.dispatch = agentEvents(ctx, agent);
     agent.runtimeContext = new loop.RuntimeContextProjection(ctx, session);
@@ -153,6 +160,7 @@ export class Composition {
     const caller = new AbortController();
     this.op = { scripts: scripts ?? this.queue, starts0, faults, caller, agent: null, record: [], regions: [], maintenance: [], handlers: [], concurrent: false };
     this.warnings.length = 0;
+    this.logged.length = 0;
     let value;
     try {
       value = await body(this.op);
@@ -234,9 +242,9 @@ export class Composition {
 
   onEvent(event) {
     // dsh's agent publishes `agent/status` as a cordis event; a logged `agent/status` stands for it (DISAGREES D3).
-    if (event.type === 'agent/status' && event.data?.status === 'idle' && this.agent) {
+    if (event.type === 'agent/status' && typeof event.data?.status === 'string' && this.agent) {
       const { agentEvents } = this.world.dsh.mods['dsh-agent'];
-      agentEvents(this.world.ctx, this.agent).emit('agent/status', { status: 'idle' });
+      agentEvents(this.world.ctx, this.agent).emit('agent/status', { status: event.data.status });
     }
   }
 }
@@ -266,4 +274,5 @@ Composition.prototype.resetConfig = function resetConfig() {
   this.window = null;
   this.capacity = null;
   this.queue = [];
+  this.agentOptions = { ...AGENT_OPTIONS };
 };

@@ -85,18 +85,24 @@ export function logOps(world) {
       const occupancy = args.pressure ?? false;
       if (typeof occupancy !== 'boolean') throw new ProtocolError('bad-args', 'pressure is a boolean');
       const pressure = world.units.contextPressure;
+      const refused = [];
+      // a unit's view; dsh's registry (`snapshot`) passes it through the unit's schema, which may refuse it
+      const valueOf = (key) => {
+        const unit = world.units[key];
+        if (unit.error) return null;
+        const value = unit.def.view(unit.state);
+        if (!unit.def.schema.safeParse(value).success) refused.push(key);
+        return value;
+      };
       const reply = pressure.error ? { total: null, error: pressure.error } : { total: pressure.state.surfaceTokens };
       if (usage) {
-        const u = world.units.tokenUsage;
-        const t = u.error ? null : u.def.view(u.state);
+        const t = valueOf('tokenUsage');
         reply.usage = t === null ? null : { inputTokens: t.uncachedInputTokens, outputTokens: t.outputTokens,
           cacheReadTokens: t.cacheReadTokens, cacheWriteTokens: t.cacheWriteTokens };
       }
-      if (breakdown) { // dsh's contextBreakdown unit (breakdown-projection.ts, spec 5.2): its own view
-        const b = world.units.contextBreakdown;
-        reply.breakdown = b.error ? null : b.def.view(b.state);
-      }
-      if (occupancy) reply.pressure = pressure.error ? null : pressure.def.view(pressure.state); // spec 5.2's view
+      if (breakdown) reply.breakdown = valueOf('contextBreakdown'); // breakdown-projection.ts (spec 5.2)
+      if (occupancy) reply.pressure = valueOf('contextPressure'); // spec 5.2's view
+      if (refused.length > 0) reply.refused = refused;
       return reply;
     },
   };

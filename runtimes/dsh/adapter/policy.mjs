@@ -72,11 +72,18 @@ export function ops(world) {
     const route = req(args, 'route', 'object', { optional: true, def: null });
     if (route !== null && (typeof route.provider !== 'string' || typeof route.model !== 'string')) throw new ProtocolError('bad-args', 'route is {provider, model}');
     const queue = parseScripts(args, ProtocolError) ?? [];
+    const agent = req(args, 'agent', 'object', { optional: true, def: null });
+    if (agent !== null && (Object.keys(agent).some((k) => k !== 'provider' && k !== 'model')
+        || Object.values(agent).some((v) => typeof v !== 'string'))) throw new ProtocolError('bad-args', 'agent is {provider?: string, model?: string}');
     comp.policy = config;
     comp.prunerConfig = toolResultPruner;
     comp.window = route === null ? window : null;
     comp.capacity = route === null ? null : new Map([[`${route.provider}\u0000${route.model}`, window]]);
     comp.queue = queue;
+    if (agent !== null) {
+      comp.agentOptions = { ...agent };
+      comp.agent.options = { ...agent };
+    }
     await comp.plugEngine();
     return { configured: true, auto: resolved.auto, generation: world.session.surface.replaceGeneration };
   }
@@ -121,7 +128,7 @@ export function ops(world) {
     const last = record.at(-1);
     const kind = auto ? pressureKind(record, wrote) : 'disabled';
     // an attempt that failed after an earlier durable success still reports that success (spec 9.2 step 11)
-    const reply = { kind, result: resultJson(last?.error !== undefined ? regions.at(-1) ?? null : last?.result ?? null), failure: failureOf(comp, last?.error), measured: measured(kind) };
+    const reply = { kind, result: resultJson(last?.error !== undefined ? regions.at(-1) ?? null : last?.result ?? null), failure: failureOf(comp, last?.error), measured: measured(kind), logged: [...comp.logged] };
     // spec 13 step 7: step/start, then the entered batch in order (D9: the snapshot is its last member).
     setClock(session.events.at(-1)?.time ?? clock());
     if (marker !== null) session.append('step/start', marker);
@@ -160,7 +167,7 @@ export function ops(world) {
     const last = record.at(-1);
     return { kind: action?.kind === 'retry' ? 'retry' : 'next', retries: comp.engine.overflowRetries.get(agent) ?? 0,
       result: resultJson(last?.error !== undefined ? regions.at(-1) ?? null : last?.result ?? null),
-      failure: failureOf(comp, last?.error), ...common };
+      failure: failureOf(comp, last?.error), logged: [...comp.logged], ...common };
   }
 
   return {

@@ -5,7 +5,8 @@
 //   blocks  - the content-block kinds the token meter prices apart (estimateContent's cases; others: "other");
 //   config  - the config schemas of compaction-basic and the tool-result pruner, field by field;
 //   checks  - every refusal message of their config resolvers (the config.js regions), as written in the source;
-//   compact - the /compact command's usage text and whether it trims its raw input.
+//   compact - the /compact command's usage text and whether it trims its raw input;
+//   agent   - the AgentOptions fields compaction-basic reads (`agent.options.X`), with their declared types.
 import './register.mjs';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -52,6 +53,22 @@ function fields(schema) {
   return out;
 }
 
+// The AgentOptions fields compaction-basic reads, each with its type as dsh-agent declares it.
+function agentOptions() {
+  const read = new Set([...bundle('dsh-compaction-basic').matchAll(/agent\.options\.(\w+)/g)].map((m) => m[1]));
+  const types = readFileSync(join(MODULES_DIR, '@deepseek-ai', 'dsh-agent', 'lib', 'types', 'runtime-types.d.ts'), 'utf8');
+  const start = types.indexOf('interface AgentOptions');
+  if (start < 0) throw new Error('dsh-agent declares no AgentOptions');
+  const body = types.slice(start, types.indexOf('\n}', start));
+  const out = {};
+  for (const name of [...read].sort()) {
+    const decl = new RegExp(`\\n\\s*(?:readonly\\s+)?${name}(\\??):\\s*([^;]+);`).exec(body);
+    if (!decl) throw new Error(`AgentOptions declares no ${name}`);
+    out[name] = { type: decl[2].trim(), optional: decl[1] === '?' };
+  }
+  return out;
+}
+
 const { mods } = await loadDsh();
 const compactSource = bundle('dsh-command-compact');
 const usage = /const USAGE = "([^"]*)"/.exec(compactSource);
@@ -65,4 +82,5 @@ console.log(JSON.stringify({
   checks: [...throws('dsh-compaction-basic', 'lib/types/config.js'),
            ...throws('dsh-compaction-tool-result-pruner', 'lib/types/config.js')],
   compact: { usage: usage ? usage[1] : null, trims: compactSource.includes('invocation.rawInput.trim().length > 0') },
+  agent: agentOptions(),
 }));

@@ -279,9 +279,9 @@ class Boundaries:
     @rule(reset=st.sampled_from(("idle", "assistant/message", "none")))
     def overflow_on_the_budget(self, reset):
         """Spec 10.2 grants recovery while the count is below `maxOverflowRetries` (`retries >= max` stops it) and
-        counts each grant; an idle status or an assistant message resets the count. Inside a turn, context
-        overflows (each after a long prompt, so recovery has something to compact) until the count reaches the
-        budget, then the reset, then one more overflow."""
+        counts each grant; an idle status or an assistant message resets the count, another status does not.
+        Inside a turn, context overflows (each after a long prompt, so recovery has something to compact) until the
+        count reaches the budget, then the reset (or none: a busy status), then one more overflow."""
         target = self.target_policy()
         if target is None or not 0 < target.max_overflow_retries <= 2:
             return
@@ -299,6 +299,8 @@ class Boundaries:
             self.append(ev.assistant_message(self.turn, self.step, self.fresh("a"), "done", []),
                         "assistant/message (count reset)")
             self.answered = True
+        else:
+            self.append({"type": "agent/status", "data": {"status": "busy"}}, "agent/status busy (no reset)")
         self.overflow_after_a_long_prompt(f"after {reset}")
 
     def overflow_after_a_long_prompt(self, label: str) -> dict:

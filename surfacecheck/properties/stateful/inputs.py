@@ -7,7 +7,9 @@ The space is derived from dsh's own vocabulary (:mod:`surfacecheck.runtime.dsh_v
 * ``config <schema>``: every field of compaction-basic's and the pruner's config, in each form its type has
   (absent, on and around a minimum, the wrong type...): the accepted forms and the refused ones;
 * ``config checks``: every refusal message of the config resolvers, met in a result;
-* ``/compact``: the command's grammar (no arguments, blank, arguments).
+* ``/compact``: the command's grammar (no arguments, blank, arguments);
+* ``agent options``: every AgentOptions field compaction-basic reads, in each form its declared type has (a typed
+  field: its wrong type is not an input the typed API lets through).
 
 :func:`forms_of` names the forms one step exercised; the machines count them among the run's operations
 (``input <schema> | <form>``) and :func:`report` lists per schema what was generated and what was not.
@@ -85,7 +87,16 @@ def space(voc: Vocabulary | None = None) -> dict[str, tuple[str, ...]]:
                                         for form in forms_of_type(field))
     out["config checks"] = tuple(f"{c.id} {c.message}" for c in voc.checks)
     out["/compact"] = ("no arguments", "blank", "arguments") if voc.compact_trims else ("no arguments", "arguments")
+    out["agent options"] = tuple(f"{name}: {form}" for name, field in voc.agent.items()
+                                 for form in _declared_forms(field))
     return out
+
+
+def _declared_forms(field: Mapping[str, Any]) -> tuple[str, ...]:
+    """The forms of a field a TypeScript declaration types: its type's, without the wrong type; no absent when the
+    field is required."""
+    forms = forms_of_type(field)
+    return tuple(f for f in forms if not f.startswith("not a") and (field.get("optional") or f != "absent"))
 
 
 def _config_forms(schema: str, fields: Mapping[str, Mapping], config: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -152,6 +163,10 @@ def forms_of(op: str, args: Mapping[str, Any], result: Any, voc: Vocabulary | No
         yield from _config_forms("config compaction-basic", basic, policy)
         if isinstance(policy, dict) and isinstance(policy.get(PRUNER_KEY), dict):
             yield from _config_forms("config tool-result-pruner", pruner, policy[PRUNER_KEY])
+    if op == "configure" and isinstance(args.get("agent"), dict):
+        for name, field in voc.agent.items():
+            agent = args["agent"]
+            yield "agent options", f"{name}: {form_of_value(field, agent.get(name), name in agent)}"
     if op == "manual_compact":
         words = args.get("args", "")
         yield "/compact", ("no arguments" if words == "" else

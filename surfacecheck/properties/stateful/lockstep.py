@@ -26,7 +26,9 @@ OBSERVABILITY = ("projection", {"usage": True, "breakdown": True, "pressure": Tr
 ``contextBreakdown`` composition and the ``contextPressure`` occupancy, compared after the state queries
 (``lockstep-usage``, ``lockstep-breakdown``, ``lockstep-pressure``). Without them, ``surfacecheck mutate``'s mutants
 of dsh's usage fold, its breakdown unit and its occupancy unit survive the whole gate."""
-OBSERVED_PARTS = (("usage", "token usage"), ("breakdown", "context breakdown"), ("pressure", "context pressure"))
+OBSERVED_PARTS = (("usage", "tokenUsage", "token usage"), ("breakdown", "contextBreakdown", "context breakdown"),
+                  ("pressure", "contextPressure", "context pressure"))
+"""Each observed part, its projection unit (whose schema may refuse the value: ``refused``), its name in a report."""
 _OBSERVABILITY_KEY = f"{OBSERVABILITY[0]}:{sorted(OBSERVABILITY[1].items())!r}"  # StepQuery's keys for the two
 _USAGE_KEY = f"{OBSERVABILITY[0]}:{sorted({'usage': True}.items())!r}"
 
@@ -102,6 +104,11 @@ class StepQuery:
             self._cache[key] = call_runtime(self._runtime, op, args) if observability is None else \
                 {k: v for k, v in observability.items() if k not in ("breakdown", "pressure")}  # the usage part
         return self._cache[key]
+
+
+def _part(answer: dict, part: str, unit: str) -> dict:
+    """One observed part of a projection answer, and whether its unit's own schema refuses it (spec 5.2)."""
+    return {part: answer.get(part), **({"refused": True} if unit in (answer.get("refused") or ()) else {})}
 
 
 def call_runtime(runtime: Runtime, op: str, args: dict) -> dict:
@@ -220,11 +227,11 @@ class Lockstep:
                 return Violation(RUNTIME_EXCEPTION, f"{op} observability query raised {observed['__crash__']}",
                                  number, None, observed["__crash__"]), seen
             seen[_OBSERVABILITY_KEY] = observed  # StepQuery's key: a monitor asking gets this answer (or its usage part)
-            for part, what in OBSERVED_PARTS:
-                if expected.get(part) == observed.get(part):
+            for part, unit, what in OBSERVED_PARTS:
+                want, got = _part(expected, part, unit), _part(observed, part, unit)
+                if want == got:
                     continue
-                violation = self._compare(f"{LOCKSTEP_PREFIX}{part}", number, f"state {what} after the step",
-                                          {part: expected.get(part)}, {part: observed.get(part)})
+                violation = self._compare(f"{LOCKSTEP_PREFIX}{part}", number, f"state {what} after the step", want, got)
                 if violation is not None:
                     return violation, seen
         if "surface" in self.state_queries:

@@ -166,12 +166,14 @@ class LogMachine(LockstepMachine):
             self.landed(f"meter anchor {offset:+d}")
         self.answered = True
 
-    @precondition(lambda self: self.model_meter() is not None and len(self.events) >= UNMATCHED_AFTER)
+    @precondition(lambda self: self.level == "log" and self.model_meter() is not None
+                  and len(self.events) >= UNMATCHED_AFTER)
     @rule(what=st.sampled_from(("step/end", "assistant/message")), which=st.sampled_from(UNMATCHED), text=ev.texts)
     def unmatched_step_event(self, what, which, text):
         """A step's close or its answer written under a step that is not the open one: the session takes it, the
         meter refuses to fold it (spec 4.2: "has no matching step/start event") and is stuck from there on. Late in
-        an example (after :data:`UNMATCHED_AFTER` events), so the steps before it keep a live meter."""
+        an example (after :data:`UNMATCHED_AFTER` events), so the steps before it keep a live meter; at the log
+        level only, whose subject the meter is (the levels above need a live meter for their listeners)."""
         if which == "no step open" and self.step_open:
             self.end_step(False)
         elif which != "no step open" and not self.step_open:

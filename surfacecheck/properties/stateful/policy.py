@@ -115,7 +115,28 @@ def _probed(schema: str, path: str, value, base: dict) -> dict:
 
 
 FALLBACK = {"provider": ScriptedSummarizer.provider, "model": ScriptedSummarizer.model}
+
+CLOSE_FAILURES = {
+    "close fails": ("text", {"fail_appends": ["compaction/end"]}),
+    "error close fails": ("failure", {"fail_appends": ["error-close"]}),
+    "flush cancelled after a failure": ("failure", {"cancel_during_flush": True}),
+    "error close fails, flush cancelled": ("failure", {"fail_appends": ["error-close"], "cancel_during_flush": True}),
+}
+"""`/compact`'s close and flush failures (spec 8.3, 11.2): the summary's outcome and the outside world's faults."""
 """The agent's own provider and model (AgentOptions), the summarizer's target when no request routed the session."""
+
+
+AGENT_FORMS = (None, None, {}, {"provider": FALLBACK["provider"]}, {"model": FALLBACK["model"]},
+               {"provider": "", "model": FALLBACK["model"]}, {"provider": FALLBACK["provider"], "model": ""})
+"""The agent's AgentOptions an example configures (None: a new session's, complete): each field unset, empty or set.
+An incomplete pair is no target (spec 8.5): `conversationTarget` falls back to the base config and an unrouted,
+unconfigured summary has no route at all."""
+
+
+def agent_form(window: int) -> dict | None:
+    """The AgentOptions of an example, a function of its drawn window (no draw of its own, so the examples of a seed
+    keep their steps)."""
+    return AGENT_FORMS[window % len(AGENT_FORMS)]
 
 
 def with_target_overrides(policy: dict, window: int) -> tuple[dict, bool]:
@@ -146,6 +167,9 @@ class PolicyMachine(Boundaries, LogMachine):
         policy, unrouted = with_target_overrides(policy, window)
         self.policy = policy  # the policy in force (a refused reconfigure leaves it, spec 9.1)
         args = {"policy": policy, "context_window": window}
+        agent = agent_form(window)
+        if agent is not None:
+            args["agent"] = agent
         if routed:
             args["route"] = {"provider": ev.PROVIDER, "model": ev.MODELS[0]}
         if queue:
@@ -227,6 +251,26 @@ class PolicyMachine(Boundaries, LogMachine):
         self.do("manual_compact", args, f"/compact {words}".strip()
                 + (f" (concurrent {concurrent})" if concurrent else "") + (f" (faults {faults})" if faults else ""))
 
+    def unrouted(self) -> bool:
+        """No request/header is logged: no request routed the session yet (spec 4.4 `routedTarget`)."""
+        return not any(event.get("type") == "request/header" for event in self.events.values())
+
+    @precondition(lambda self: self.unrouted())
+    @rule(texts=st.lists(ev.long_texts, min_size=2, max_size=3))
+    def compact_before_any_route(self, texts):
+        """`/compact` before any request routed the session (spec 8.5), under each form of the agent's AgentOptions
+        in turn: the summary runs under the policy of the agent's complete pair, else of the base config, and is
+        routed by the configured summarization pair, else the agent's pair; with neither, dsh throws before it
+        streams (a `summary` failure). Then the agent's own options back."""
+        self.leave_turn()
+        for agent in (*AGENT_FORMS[2:], FALLBACK):
+            self.do("configure", {"policy": self.policy, "context_window": self.window, "agent": agent},
+                    f"the agent's options {agent}, the policy in force: {self.policy}")
+            for text in texts:
+                self.append(ev.user_message(text, self.fresh("u")), "user/message: a prompt on the surface")
+            self.do("manual_compact", {"args": "", "summary": {"outcome": "text", "ratio": 0.1}},
+                    f"/compact before any request/header, the agent's options {agent}")
+
     @precondition(lambda self: self.surface_size >= 2)
     @rule()
     def manual_failure_classes(self):
@@ -234,10 +278,14 @@ class PolicyMachine(Boundaries, LogMachine):
         (another producer replaces a node of the selected span while the summary runs: the span must stay as
         selected, spec 8.2 step 12), `commit` (the checkpoint's append fails after the summary, spec 8.3),
         `persistence` (the durability flush fails after a clean commit, spec 11.2), `cancelled` (the agent's own
-        signal aborts the summary), `busy` (the agent is not idle); then `busy` under a bracket a crash left open,
-        until a reload (:meth:`crash_mid_compaction`)."""
+        signal aborts the summary), `busy` (the agent is not idle); the close's own failures (spec 8.3: the close
+        append after a commit, or the error close after a failed summary, fails: `commit`) and a flush cancelled after
+        a failure (the caller's cancellation outranks the failure, spec 11.2); then `busy` under a bracket a crash
+        left open, until a reload (:meth:`crash_mid_compaction`)."""
         self.leave_turn()
-        for kind in ("changed", "commit", "persistence", "cancelled", "busy"):
+        unclosed = self.pick("a close that fails", tuple(k for k in CLOSE_FAILURES if "close fails" in k))
+        for kind in ("changed", "commit", "persistence", "cancelled", "busy", "flush cancelled after a failure",
+                     unclosed):  # the last leaves its bracket open: what follows meets the lock
             span = self.ask("select_range", {"retain_tokens": 0}).get("range")
             nodes = self.surface()
             if not span or span["start"] not in nodes or span["end"] not in nodes:
@@ -254,6 +302,8 @@ class PolicyMachine(Boundaries, LogMachine):
                 script["outcome"] = "agent-cancel"
             elif kind == "busy":  # the agent is not idle: waking queued work
                 args["agent_idle"] = False
+            elif kind in CLOSE_FAILURES:
+                script["outcome"], args["faults"] = CLOSE_FAILURES[kind]
             else:
                 args["faults"] = {"fail_appends": ["checkpoint"]} if kind == "commit" else {"flush_fails": True}
             self.do("manual_compact", args, f"/compact meeting its `{kind}` failure class")
@@ -268,6 +318,8 @@ class PolicyMachine(Boundaries, LogMachine):
                      "compaction/start of a compaction the crash interrupts")
         script = {"outcome": "text", "ratio": 0.1}
         self.do("manual_compact", {"args": "", "summary": script}, "/compact while the bracket is open")
+        self.do("pre_step", {"summaries": [script]}, "agent/pre-step while the bracket is open: the pressure "
+                                                     "listener meets the lock")
         self.do("reload", {}, "crash and reopen from the log (session/end-seed)")
         self.do("manual_compact", {"args": "", "summary": script}, "/compact after the reload")
 

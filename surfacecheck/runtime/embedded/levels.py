@@ -13,7 +13,7 @@ from typing import Any
 from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ...core.protocol import ProtocolError, bind_level_ops
-from ..codec import (claimed_messages, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
+from ..codec import (agent_options, claimed_messages, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
                      summary_scripts)
 from .compaction import NO_FAULTS, Faults
 from .policy import COMMAND_TEXTS
@@ -68,6 +68,7 @@ class LevelOps:
         tracker = self.rt.tracker
         scripts = Scripts(tracker, own if own is not None else self.queue)
         before, starts = len(self.rt.session.log), tracker.starts
+        self.rt.engine.logged = []
         value = body(scripts, faults)
         if own is None:
             self.queue = self.queue[tracker.starts - starts:]
@@ -100,7 +101,7 @@ class LevelOps:
         start, end = require(args, "start", int), require(args, "end", int)
         manual = require(args, "manual", bool, optional=True, default=False)
         aborted = require(args, "aborted", bool, optional=True, default=False)
-        options = TxOptions(manual=manual, max_tokens=self.rt.engine._summary_max_tokens())  # summarize(), spec 8.3
+        options = TxOptions(manual=manual, **self.rt.engine.summary_options())  # summarize(), spec 8.5
         try:
             outcome, common = self._run(args, lambda scripts, faults: self.rt.transaction_class(self.rt, scripts, faults).run(
                 start, end, options, aborted))
@@ -115,8 +116,11 @@ class LevelOps:
             policy, capacity, queue = configure_args(args)
         except ModelError as exc:
             return refusal(exc)
+        agent = agent_options(args)
         self.rt.engine.policy, self.rt.engine.capacity = policy, capacity
         self.queue = queue or ()
+        if agent is not None:
+            self.rt.engine.agent = agent
         return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}
 
     def pre_step(self, args: dict) -> dict:
@@ -127,14 +131,16 @@ class LevelOps:
         engine, before = self.rt.engine, len(self.rt.session.log)
         candidate = None if sections is None else self.rt.context.candidate(sections, "")
         if not engine.policy.compaction.auto:
-            reply = {"kind": "disabled", "result": None, "failure": None}
+            reply = {"kind": "disabled", "result": None, "failure": None, "logged": []}
         else:
             try:
                 outcome, common = self._run(args, lambda scripts, faults: engine.pressure(scripts, faults))
             except ModelError as exc:
                 return refusal(exc)
-            reply = {"kind": pressure_kind(outcome.error, bool(common["appended"]), outcome.result, engine.warned),
-                     "result": outcome.result, "failure": failure(outcome.error)}
+            kind = pressure_kind(outcome.error, bool(common["appended"]), outcome.result, engine.warned)
+            engine.log_pressure(outcome, silent=kind == "silent")
+            reply = {"kind": kind, "result": outcome.result, "failure": failure(outcome.error),
+                     "logged": list(engine.logged)}
         reply["measured"] = self.measured(reply["kind"])
         snapshot = self.enter(marker, candidate, claimed or ())
         reply.update(generation=self.rt.session.generation,
@@ -175,7 +181,7 @@ class LevelOps:
         except ModelError as exc:
             return refusal(exc)
         return {"kind": "retry" if retry else "next", "retries": engine.retries, "result": outcome.result,
-                "failure": failure(outcome.error), **common}
+                "failure": failure(outcome.error), "logged": list(engine.logged), **common}
 
     def manual_compact(self, args: dict) -> dict:
         raw = require(args, "args", str, optional=True, default="")

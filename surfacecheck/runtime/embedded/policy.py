@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from surfacecheck.model.config import resolve_compact_spec, resolve_target_policy
 from surfacecheck.model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, TargetPressureConfigError
+from surfacecheck.model.summarizer import AGENT_OPTIONS
 
 from ..codec import command_raw_input
 from .compaction import NO_FAULTS, Compactor
-from .transaction import MODEL as SUMMARIZER_MODEL, PROVIDER as SUMMARIZER_PROVIDER, TxOptions, TxOutcome
+from .transaction import TxOptions, TxOutcome
 
 OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
 COMMAND_TEXTS = {
@@ -42,6 +43,8 @@ class Engine:
         self.rt = runtime
         self.policy = RuntimePolicy()
         self.capacity: dict | None = None
+        self.agent: tuple = AGENT_OPTIONS  # the agent's AgentOptions provider and model (None: unset)
+        self.logged: list[dict] = []  # the listeners' logger lines of the op under way
         self.reopen()
 
     def reopen(self) -> None:
@@ -112,7 +115,7 @@ class Engine:
             if self.below_threshold(total, spec.threshold_tokens):
                 return TxOutcome()
         result = None
-        options = TxOptions(max_tokens=spec.max_tokens)
+        options = TxOptions(max_tokens=spec.max_tokens, summarization=policy.summarization)
         for _ in range(self.attempts(spec.compaction_retries)):
             try:
                 span = compactor.select_range(spec.retain_tokens)
@@ -155,8 +158,8 @@ class Engine:
         if span is None:
             return TxOutcome()
         policy = resolve_target_policy(self.policy.compaction, *tracker.routed_target())
-        return self.rt.transaction_class(self.rt, scripts, faults).run(span[0], span[1], TxOptions(max_tokens=policy.max_tokens),
-                                                         aborted)
+        return self.rt.transaction_class(self.rt, scripts, faults).run(
+            span[0], span[1], TxOptions(max_tokens=policy.max_tokens, summarization=policy.summarization), aborted)
 
     def request_error(self, code: str, scripts, faults=NO_FAULTS, aborted: bool = False) -> tuple[TxOutcome, bool]:
         """The `agent/request-error` listener: (outcome, retry?); none is registered with ``auto: false`` (spec 9.3)."""
@@ -174,10 +177,40 @@ class Engine:
         generation = self.rt.session.generation
         outcome = self.overflow(scripts, faults, aborted)
         advanced = self.rt.session.generation > generation
-        if self.retry_allowed(advanced, aborted or outcome.aborted, outcome.error):
+        cancelled = aborted or outcome.aborted
+        self.log_overflow(outcome, advanced, cancelled)
+        if self.retry_allowed(advanced, cancelled, outcome.error):
             self.retries += 1
             return outcome, True
         return outcome, False
+
+    # -- the listeners' logger (spec 9.3, 10.2) -----------------------------------------------------
+    def log(self, level: str, text: str) -> None:
+        self.logged.append({"level": level, "text": text})
+
+    def log_result(self, result: dict, trigger: str) -> None:
+        self.log("info", f"compaction ({trigger}): shadowed {len(result['shadowedSeqs'])} surface nodes (seqs "
+                         f"{result['start']}-{result['end']}, ~{result['shadowedTokenCount']} tokens)")
+
+    def log_pressure(self, outcome: TxOutcome, silent: bool) -> None:
+        """The pre-step listener: the result, or the error (a target key's config error once)."""
+        if outcome.error is not None:
+            if not silent:
+                self.log("warn", f"step compaction failed: {outcome.error.message}; continuing the turn")
+        elif outcome.result is not None:
+            self.log_result(outcome.result, "step pressure")
+
+    def log_overflow(self, outcome: TxOutcome, advanced: bool, cancelled: bool) -> None:
+        """The request-error listener: a failure after or without durable progress, or the result of a retry."""
+        if outcome.error is not None:
+            if advanced and not cancelled:
+                self.log("warn", "context-overflow compaction failed after durable surface progress: "
+                                 f"{outcome.error.message}; retrying from the replacement surface")
+            else:
+                self.log("warn", f"context-overflow compaction failed: {outcome.error.message}; "
+                                 + ("cancellation prevents retry" if cancelled else "preserving the original request error"))
+        elif advanced and not cancelled and outcome.result is not None:
+            self.log_result(outcome.result, "context overflow recovery")
 
     @staticmethod
     def budget_spent(retries: int, budget: int) -> bool:
@@ -190,12 +223,15 @@ class Engine:
         return advanced and not aborted
 
     # -- spec 11 ------------------------------------------------------------------------------------
-    def _summary_max_tokens(self) -> int:
-        """`summarize()` (spec 8.3, D6, D13): the maxTokens of `conversationTarget`'s policy: the routed target, else the
-        agent's own provider and model (the scripted summarizer's route)."""
-        target = self.rt.tracker.routed_target() or (SUMMARIZER_PROVIDER, SUMMARIZER_MODEL)
+    def summary_options(self) -> dict:
+        """`summarize()` (spec 8.5, D6, D13): the cap and summarization pair of `conversationTarget`'s policy: the
+        routed target, else the agent's complete AgentOptions pair, else the base config."""
+        provider, model = self.agent
+        agent = (provider, model) if isinstance(provider, str) and provider and isinstance(model, str) and model else None
+        target = self.rt.tracker.routed_target() or agent
         compaction = self.policy.compaction
-        return resolve_target_policy(compaction, *target).max_tokens if target is not None else compaction.max_tokens
+        policy = resolve_target_policy(compaction, *target) if target is not None else compaction
+        return {"max_tokens": policy.max_tokens, "summarization": policy.summarization}
 
     def compact_now(self, scripts, faults, source_command_id, caller_aborted: bool, agent_idle: bool,
                     span=False, on_caller_abort=None) -> TxOutcome:
@@ -211,7 +247,7 @@ class Engine:
             return TxOutcome()
         tx = self.rt.transaction_class(self.rt, scripts, faults).run(
             span[0], span[1], TxOptions(manual=True, source_command_id=source_command_id,
-                                        max_tokens=self._summary_max_tokens(), on_caller_abort=on_caller_abort), False)
+                                        on_caller_abort=on_caller_abort, **self.summary_options()), False)
         if tx.error is not None and tx.agent_aborted:
             return TxOutcome(error=ManualCompactionError("cancelled", "manual compaction was cancelled", cause=tx.error))
         return tx

@@ -196,7 +196,15 @@ class EmbeddedRuntime:
             reply["breakdown"] = self.composition.report(reply["total"])
         if pressure_requested(args):
             reply["pressure"] = self.occupancy.report(reply["total"])
+        refused = [unit for unit, key, positive in SCHEMAS if isinstance(reply.get(key), dict) and any(
+            not isinstance(v, int) or v < (1 if name in positive else 0) for name, v in reply[key].items())]
+        if refused:  # the value a unit's schema refuses (dsh's snapshot() throws on it, spec 5.2)
+            reply["refused"] = refused
         return reply
 
+
+SCHEMAS = (("tokenUsage", "usage", ()), ("contextBreakdown", "breakdown", ()),
+           ("contextPressure", "pressure", ("contextWindow",)))
+"""Each projection unit, its reply key, the fields its schema wants positive (the others: non-negative integers)."""
 
 __all__ = ["EmbeddedRuntime"]

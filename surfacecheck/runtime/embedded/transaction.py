@@ -14,13 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from surfacecheck.model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, SurfaceChangedError
+from surfacecheck.model.errors import (AbortError, CompactionError, ManualCompactionError, ModelError, SummarizerError,
+                                       SurfaceChangedError)
 from surfacecheck.model.summarizer import checkpoint_message, run_script
 
 from .compaction import NO_FAULTS, AppendRefused, Faults, Selection
 from .events import price_message
 
-PROVIDER, MODEL = "model", "model-summarizer"  # the scripted summarizer's route
+NO_TARGET = ("no provider/model available for summarization: set both BasicCompactionConfig summarization fields, "
+             "route one request, or set both AgentOptions fields")
 
 
 @dataclass
@@ -30,6 +32,7 @@ class TxOptions:
     manual: bool = False
     source_command_id: str | None = None
     max_tokens: int = 8192
+    summarization: tuple = ("", "")  # the configured pair of summarize()'s policy (spec 8.5)
     on_caller_abort: Callable[[], None] | None = None  # the `/compact` executor settling at the abort (D5)
 
 
@@ -94,6 +97,7 @@ class Transaction:
                 raise SurfaceChangedError("compaction: selected surface changed before summarization began")
             shadowed_tokens = sum(tokens for _, tokens in selected)
             inp = self.compactor.summarization_input(selection.shadowed)
+            route = self.summary_route(options.summarization)
             self.concurrent_appends(script)
             if script.outcome in ("cancel", "agent-cancel"):
                 caller_aborted, agent_aborted = True, script.outcome == "agent-cancel"
@@ -104,7 +108,7 @@ class Transaction:
                 caller_aborted = True
                 if options.on_caller_abort is not None:
                     options.on_caller_abort()
-            summarized = run_script(script, inp, PROVIDER, MODEL, options.max_tokens)
+            summarized = run_script(script, inp, *route, options.max_tokens)
             checkpoint = checkpoint_message(list(summarized.summary), compaction_id, options.source_command_id,
                                             f"checkpoint-{compaction_id}")
             self.shrink_rule(price_message(checkpoint), shadowed_tokens)
@@ -155,6 +159,20 @@ class Transaction:
             return TxOutcome(error=ManualCompactionError("persistence", "manual compaction durability checkpoint failed",
                                                          cause=flush_failure), aborted=caller_aborted)
         return TxOutcome(result=result, aborted=caller_aborted)
+
+    def summary_route(self, summarization: tuple) -> tuple:
+        """`summarizeWithLlm`'s provider/model (spec 8.5): configured ?? the latest header's config ?? the agent's
+        complete AgentOptions; else it throws before the stream starts."""
+        if summarization[0]:
+            return summarization
+        header = self.rt.tracker.header
+        config = header.get("config") if isinstance(header, dict) else None
+        if isinstance(config, dict):
+            return config.get("provider"), config.get("model")
+        provider, model = self.rt.engine.agent
+        if isinstance(provider, str) and provider and isinstance(model, str) and model:
+            return provider, model
+        raise SummarizerError(NO_TARGET)
 
     def concurrent_appends(self, script) -> None:
         """Spec 8.2 step 8: another producer appends while the summary runs (citing what it shadows)."""
