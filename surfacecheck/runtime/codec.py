@@ -110,6 +110,23 @@ def summary_scripts(args: dict, key: str = "summaries") -> tuple | None:
     return None
 
 
+CANCELLING = ("cancel", "agent-cancel", "late-cancel")
+"""The summary outcomes that cancel through a signal."""
+
+
+def signal_passed(args: dict) -> bool:
+    """``compact``'s optional ``signal`` (default true); false: the caller passes no AbortSignal (dsh's `signal`
+    parameter is optional, spec 8.1), so nothing can cancel the compaction: an aborted caller, a cancelling summary
+    or a cancellation during the flush with it is refused as bad-args."""
+    passed = require(args, "signal", bool, optional=True, default=True)
+    faults = args.get("faults")
+    if not passed and (args.get("aborted") or any(s.outcome in CANCELLING for s in summary_scripts(args) or ())
+                       or (isinstance(faults, dict) and faults.get("cancel_during_flush"))):
+        raise ProtocolError("bad-args", "signal: false takes no aborted caller, no cancelling summary and no "
+                                        "cancellation during the flush")
+    return passed
+
+
 FAULT_APPENDS = ("compaction/summary", "checkpoint", "compaction/end", "error-close", "prune-replace")
 
 

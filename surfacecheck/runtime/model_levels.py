@@ -26,7 +26,7 @@ from surfacecheck.model.summarizer import AGENT_OPTIONS, ScriptedSummarizer, Sum
 from surfacecheck.model.transaction import TransactionOptions
 
 from ..core.protocol import ProtocolError, bind_level_ops
-from .codec import (agent_options, claimed_messages, command_raw_input, compaction_result, configure_args, context_sections,
+from .codec import (agent_options, claimed_messages, signal_passed, command_raw_input, compaction_result, configure_args, context_sections,
                     failure, faults, refusal, require, snapshot_id, step_marker, summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
@@ -127,7 +127,9 @@ class _Ops:
         pruned = [{"originalSeq": e.original_seq, "replacementSeq": e.replacement_seq, "callId": e.call_id,
                    "charsBefore": e.chars_before, "charsAfter": e.chars_after} for e in outcome.value.pruned]
         kind = "failed" if outcome.error is not None else ("pruned" if pruned else "none")
-        return {"kind": kind, "pruned": pruned, "failure": failure(outcome.error), **common}
+        removed = {} if outcome.error is not None else {"charsRemoved": sum(e.chars_before - e.chars_after
+                                                                              for e in outcome.value.pruned)}
+        return {"kind": kind, "pruned": pruned, "failure": failure(outcome.error), **removed, **common}
 
     def compact(self, args: dict) -> dict:
         """`compactSurfaceRegion(start, end)` (spec 8): automatic (numbered owner, whole-surface stability)
@@ -135,6 +137,7 @@ class _Ops:
         start, end = require(args, "start", int), require(args, "end", int)
         manual = require(args, "manual", bool, optional=True, default=False)
         aborted = require(args, "aborted", bool, optional=True, default=False)
+        signal_passed(args)  # without one nothing cancels: the same transitions as a signal never aborted
         try:
             outcome, common = self._run(args, lambda s, summ, f: active().compact_surface_region(
                 s, start, end, self._compact_options(s, summ, manual), summ, f, aborted))

@@ -92,7 +92,7 @@ ARGS: dict[str, dict] = {
     "select_range": _obj(("retain_tokens",), retain_tokens=NAT),
     "prune": _obj(pruner={"type": ["object", "null"]}, **RUN_ARGS),
     "compact": _obj(("start", "end"), start=NAT, end=NAT, manual={"type": "boolean"}, aborted={"type": "boolean"},
-                    **RUN_ARGS),
+                    signal={"type": "boolean"}, **RUN_ARGS),
     "configure": _obj(policy={"type": ["object", "null"]}, context_window={"type": ["integer", "null"]},
                       route={"oneOf": [{"type": "null"}, _obj(("provider", "model"), provider={"type": "string"},
                                                                 model={"type": "string"})]},
@@ -136,7 +136,7 @@ RESULTS: dict[str, dict] = {
                              pruned={"type": "array", "items": _obj(
                                  ("originalSeq", "replacementSeq", "callId", "charsBefore", "charsAfter"),
                                  originalSeq=NAT, replacementSeq=NAT, callId={"type": "string"},
-                                 charsBefore=NAT, charsAfter=NAT)}, **COMMON)),
+                                 charsBefore=NAT, charsAfter=NAT)}, charsRemoved=NAT, **COMMON)),
     "compact": _refusable(_obj(("kind", "result", "failure", "aborted", "generation", "appended"),
                                kind={"enum": ["success", "busy", "cancelled", "changed", "summary", "commit",
                                               "persistence", "aborted", "refused", "failed"]},

@@ -39,11 +39,17 @@ export function ops(world) {
     const aborted = req(args, 'aborted', 'bool', { optional: true, def: false });
     const scripts = parseScripts(args, ProtocolError);
     const faults = parseFaults(args, ProtocolError);
+    // `signal: false`: the caller passes no AbortSignal (dsh's parameter is optional); nothing can cancel it then
+    const withSignal = req(args, 'signal', 'bool', { optional: true, def: true });
+    if (!withSignal && (aborted || (scripts ?? []).some((s) => ['cancel', 'agent-cancel', 'late-cancel'].includes(s.outcome))
+        || faults?.cancel_during_flush)) {
+      throw new ProtocolError('bad-args', 'signal: false takes no aborted caller, no cancelling summary and no cancellation during the flush');
+    }
     let error = null;
     let result = null;
     let signal;
     const [, common] = await comp.run(args, scripts, faults, async (op) => {
-      signal = op.caller.signal;
+      signal = withSignal ? op.caller.signal : undefined;
       if (aborted) op.caller.abort();
       const session = world.session;
       try {
@@ -64,7 +70,7 @@ export function ops(world) {
       else if (isAbort(error)) kind = 'aborted';
       else kind = common.appended.length ? 'failed' : 'refused';
     }
-    return { kind, result: resultJson(result), failure, aborted: signal.aborted, ...common };
+    return { kind, result: resultJson(result), failure, aborted: signal?.aborted ?? false, ...common };
   }
 
   function prunedFromLog(pruner, before) {
@@ -96,10 +102,13 @@ export function ops(world) {
     Object.defineProperty(pruner, 'ctx', { value: world.ctx });
     let error = null;
     let pruned = null;
+    let removed = {};
     const before = world.session.events.length;
     const [, common] = await comp.run(args, [], faults, async () => {
       try {
-        pruned = pruner.pruneSession(world.session).pruned;
+        const out = pruner.pruneSession(world.session);
+        pruned = out.pruned;
+        removed = { charsRemoved: out.charsRemoved }; // what pruneSession returns beside its entries
       } catch (err) {
         error = err;
       }
@@ -110,7 +119,7 @@ export function ops(world) {
     }
     const entries = pruned ?? prunedFromLog(pruner, before);
     const kind = error !== null ? 'failed' : entries.length ? 'pruned' : 'none';
-    return { kind, pruned: entries, failure: failureOf(comp, error), ...common };
+    return { kind, pruned: entries, failure: failureOf(comp, error), ...removed, ...common };
   }
 
   return {

@@ -144,8 +144,9 @@ class Boundaries:
     def blocks_on_the_prune_span(self, offset: int) -> list[dict] | None:
         """Spec 6: the pruner keeps `headChars` code points, a marker and the last `tailChars`, cutting across text
         blocks (`blockStart < removedEnd && blockEnd > removedStart`): a result 10 code points over the threshold in
-        three text blocks, the first ending at headChars + offset, the last starting at the removed span's end +
-        offset. None when a block would be empty."""
+        four text blocks, the first ending at headChars + offset, the last starting at the removed span's end +
+        offset, the two between them inside the span (the second removed whole: no block is left for it). None when
+        a block would be empty."""
         pruner = self.policy.get("toolResultPruner") if isinstance(self.policy, dict) else None
         threshold = self.prune_chars()
         if not isinstance(pruner, dict) or threshold is None:
@@ -154,10 +155,10 @@ class Boundaries:
         total = threshold + 10
         first, last = head + offset, tail - offset
         middle = total - first - last
-        if min(first, last, middle) < 1:
+        if min(first, last, middle - 1) < 1:
             return None
-        return [{"type": "text", "text": "h" * first}, {"type": "text", "text": "m" * middle},
-                {"type": "text", "text": "t" * last}]
+        return [{"type": "text", "text": "h" * first}, {"type": "text", "text": "m" * (middle // 2)},
+                {"type": "text", "text": "n" * (middle - middle // 2)}, {"type": "text", "text": "t" * last}]
 
     # -- the rules ---------------------------------------------------------------------------------
     def tail_balanced(self) -> bool:
@@ -223,16 +224,23 @@ class Boundaries:
         """Spec 7's walk from the tail stops at the first node where the summed prices reach `retainTokens`
         (`acc >= retain`): the walk asked at the price of the last k nodes - 1, + 0 and + 1, k such that the cut
         before them is balanced (so where the walk stops is where the range ends, spec 7 step 4); then a policy whose
-        absolute retention is one of the three and the pressure listener over a total at or above the threshold."""
+        absolute retention is one of the three and the pressure listener over a total at or above the threshold; the
+        next of the three the same way while the total is still at or above it."""
+        for _ in OFFSETS:
+            if not self.at_or_above_threshold() or not self.retention_case(pick):
+                return
+
+    def retention_case(self, pick: int) -> bool:
+        """One case of :meth:`retention_on_the_budget`; whether it landed."""
         prices, threshold = self.prices(), self.threshold()
         if not prices or threshold is None:
-            return
+            return False
         offset = self.next_offset("retention budget")
         balanced = self.ask("cuts").get("balanced") or []
         tails = [k for k in range(1, len(prices)) if sum(prices[-k:]) + offset < threshold
                  and len(balanced) > len(prices) and balanced[len(prices) - k]]  # a cut the walk's stop keeps
         if not tails:
-            return
+            return False
         k = tails[pick % len(tails)]
         for near in OFFSETS:  # the walk itself (selectCompactableRange, spec 7) at each of the three budgets
             if sum(prices[-k:]) + near >= 0:
@@ -243,17 +251,18 @@ class Boundaries:
         policy["retainTokens"] = max(0, budget)
         spec = self.target_spec(policy)
         if spec is None or spec.retain_tokens != budget or budget >= spec.threshold_tokens:
-            return
+            return False
         result = self.do("configure", {"policy": policy, "context_window": self.window},
                          f"retainTokens {budget}: the last {k} node(s) priced {offset:+d}")
         if "error" in result:
-            return
+            return False
         self.policy = policy
         self.landed(f"retention budget {offset:+d}")
         if self.step_open:
             self.do("pre_step", {}, f"agent/pre-step: the retention walk meets its budget {offset:+d}")
         else:
             self.begin_step()  # its pre-step runs the pressure listener inside the new turn (spec 8.1 step 5, 13)
+        return True
 
     @precondition(lambda self: self.surface_size >= 2)
     @rule()

@@ -12,6 +12,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
+from surfacecheck.runtime.codec import CANCELLING
+
 from . import events as ev
 from .log import LogMachine
 
@@ -79,7 +81,12 @@ class CompactionMachine(LogMachine):
             args["aborted"] = True
         if faults:
             args["faults"] = faults
+        unsignalled = manual and not aborted and script.get("outcome") not in CANCELLING and not (
+            faults or {}).get("cancel_during_flush") and self.pick("a caller passing no signal", (True, True, False))
+        if unsignalled:  # dsh's signal parameter is optional (spec 8.1): a manual caller may pass none
+            args["signal"] = False
         self.do("compact", args, f"compactSurfaceRegion {span['start']}-{span['end']} "
-                                 f"({'manual' if manual else 'automatic'}, summary {script.get('outcome')}"
+                                 f"({'manual' if manual else 'automatic'}{', no signal' if unsignalled else ''}, "
+                                 f"summary {script.get('outcome')}"
                                  f"{', concurrent ' + concurrent if concurrent else ''}"
                                  f"{', faults ' + str(faults) if faults else ''})")

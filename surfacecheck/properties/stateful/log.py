@@ -320,16 +320,18 @@ class LogMachine(LockstepMachine):
     @precondition(lambda self: self.surface_size >= 2)
     @rule(pick=st.integers(0, 50), text=ev.texts)
     def misclaimed_replace(self, pick, text):
-        """A shadow price armed for one span, then a replace of another: the claim fold must throw (spec 5.1)."""
+        """A shadow price armed for one span, then a replace of another, its end or its start elsewhere: the claim
+        fold must throw (spec 5.1: both ends must match)."""
         nodes, prices = self.surface(), self.prices()
         if prices is None:
             return
         i = pick % (len(nodes) - 1)
         self.append(ev.metering("compaction/summary", nodes[i], nodes[i + 1], nodes[i:i + 2],
                                 sum(prices[i:i + 2]), "m"), f"compaction/summary priced for {nodes[i]}-{nodes[i + 1]}")
-        self.append({**ev.user_message(text, self.fresh("u")), "surfaceOp": {"op": "replace", "start": nodes[i],
-                                                                            "end": nodes[i]},
-                     "sourceEventSeqs": [nodes[i]]}, f"but a replace of {nodes[i]}-{nodes[i]} follows")
+        seq = nodes[i] if self.pick("the misclaimed end", ("end", "start")) == "end" else nodes[i + 1]
+        self.append({**ev.user_message(text, self.fresh("u")), "surfaceOp": {"op": "replace", "start": seq,
+                                                                            "end": seq},
+                     "sourceEventSeqs": [seq]}, f"but a replace of {seq}-{seq} follows")
 
     @rule(a=st.integers(0, 50), b=st.integers(0, 50), text=ev.texts)
     def unpriced_replace(self, a, b, text):

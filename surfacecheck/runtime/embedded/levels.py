@@ -13,7 +13,7 @@ from typing import Any
 from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ...core.protocol import ProtocolError, bind_level_ops
-from ..codec import (agent_options, claimed_messages, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
+from ..codec import (agent_options, claimed_messages, signal_passed, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
                      summary_scripts)
 from .compaction import NO_FAULTS, Faults
 from .policy import COMMAND_TEXTS
@@ -95,12 +95,14 @@ class LevelOps:
             return refusal(exc)
         (pruned, error), common = self._run(args, lambda _scripts, faults: self.rt.compaction_class(self.rt).prune(config, faults))
         kind = "failed" if error is not None else ("pruned" if pruned else "none")
-        return {"kind": kind, "pruned": pruned, "failure": failure(error), **common}
+        removed = {} if error is not None else {"charsRemoved": sum(p["charsBefore"] - p["charsAfter"] for p in pruned)}
+        return {"kind": kind, "pruned": pruned, "failure": failure(error), **removed, **common}
 
     def compact(self, args: dict) -> dict:
         start, end = require(args, "start", int), require(args, "end", int)
         manual = require(args, "manual", bool, optional=True, default=False)
         aborted = require(args, "aborted", bool, optional=True, default=False)
+        signal_passed(args)  # without one nothing cancels it: a signal never aborted
         options = TxOptions(manual=manual, **self.rt.engine.summary_options())  # summarize(), spec 8.5
         try:
             outcome, common = self._run(args, lambda scripts, faults: self.rt.transaction_class(self.rt, scripts, faults).run(
