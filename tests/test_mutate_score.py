@@ -57,7 +57,7 @@ def test_per_file_and_per_spec_section():
     assert figures["per_file"]["x/a.js"]["score"] == 50.0
     assert figures["per_file"]["x/b.js"]["score"] == 0.0
     assert list(figures["per_section"]) == ["7", "8", "9.1"]
-    assert figures["per_section"]["9.1"] == {"survived": 1, "score": 0.0}
+    assert figures["per_section"]["9.1"] == {"survived": 1, "score": 0.0, "score_argued_apart": 0.0}
 
 
 def test_survivors_carry_their_diff_and_a_judged_equivalent_one_says_why():
@@ -70,6 +70,17 @@ def test_survivors_carry_their_diff_and_a_judged_equivalent_one_says_why():
     figures = scoring.score(report(mutant("2", "Survived")), locate, equivalent={sig: "min of equal values"})
     assert figures["survivors"][0]["equivalent"] == "min of equal values"
     assert figures["judged_equivalent"] == 1 and figures["score"] == 0.0  # still a survivor
+
+
+def test_the_second_figure_sets_the_argued_survivors_apart_and_only_them():
+    killed, argued, plain = mutant("1", "Killed"), mutant("2", "Survived"), mutant("3", "Survived", line=4,
+                                                                                   col=(14, 23), replacement='""')
+    sig = scoring.signature(Place("x/a.js", ("7", "8")), argued, "return a < b ? a : b;")
+    figures = scoring.score(report(killed, argued, plain), locate, equivalent={sig: "min of equal values"})
+    assert figures["score"] == 33.3  # the argued survivor counts against the strict score
+    assert figures["score_argued_apart"] == 50.0  # killed 1 of the 2 not argued
+    assert figures["per_file"]["x/a.js"]["argued"] == 1 and figures["per_file"]["x/a.js"]["score_argued_apart"] == 100.0
+    assert figures["per_file"]["x/b.js"]["score_argued_apart"] == 0.0
 
 
 def test_time_per_mutant_median_and_p90(tmp_path):

@@ -50,7 +50,7 @@ event by event next to the model), findings (every registered finding's witness 
 Scoring: score = killed / (killed + survived + not reached + timed out + crashed). A timeout or a crash of the
 gate is not a kill and is reported apart; timeouts are scaled from the unmutated (dry) run; that run must pass
 first or the score is void. Survivors are listed with their diff, file and line; those judged equivalent say why
-(runtimes/dsh/mutate/equivalent.json) and still count as survivors.
+(runtimes/dsh/mutate/equivalent.json) and still count as survivors; a second figure sets them apart.
 """
 EPILOG = """\
 exit status: 0 the run finished (and the score meets --min-score, when given), 1 the score is below --min-score,

@@ -64,13 +64,16 @@ class MutationRun:
         lines.append(f"{f['mutants']} mutants: {f['killed']} killed, {f['survived']} survived, {f['no_coverage']} "
                      f"not reached by the gate, {f['timed_out']} timed out, {f['crashed']} crashed "
                      f"(timeouts and crashes are not kills), {f['not_run']} not run")
-        lines.append(f"score {f['score']} % (Stryker's own, timeouts as kills: {f['stryker_score']} %) in "
+        lines.append(f"score {f['score']} %, {f.get('score_argued_apart')} % with the {f.get('judged_equivalent', 0)} "
+                     f"survivors argued equivalent or unreachable set apart (Stryker's own, timeouts as kills: "
+                     f"{f['stryker_score']} %) in "
                      f"{self.minutes} min; per mutant median {f['time_per_mutant']['median_s']} s, "
                      f"p90 {f['time_per_mutant']['p90_s']} s")
         lines.append("per file:")
         for name, row in f["per_file"].items():
-            lines.append(f"  {name:<52} {str(row['score']):>5} %  killed {row.get('killed', 0):>4}  survived "
-                         f"{row.get('survived', 0):>4}  unreached {row.get('no_coverage', 0):>4}  (spec {row['sections']})")
+            lines.append(f"  {name:<52} {str(row['score']):>5} % ({str(row.get('score_argued_apart')):>5} % argued apart)"
+                         f"  killed {row.get('killed', 0):>4}  survived {row.get('survived', 0):>4}  unreached "
+                         f"{row.get('no_coverage', 0):>4}  argued {row.get('argued', 0):>3}  (spec {row['sections']})")
         lines.append("per spec section: " + ", ".join(f"{s} {row['score']} %" for s, row in f["per_section"].items()))
         survivors = [s for s in f["survivors"] if s["status"] == "survived"]
         shown = survivors if verbose else survivors[:SHOWN]

@@ -5,10 +5,12 @@ the same shape) plus where each mutated line belongs (its source file and spec s
 
     score = killed / (killed + survived + no coverage + timed out + crashed)
 
+and beside it ``score_argued_apart``, the same with the survivors a person argued equivalent or unreachable in a
+shipped composition (``equivalent.json``) taken out of the denominator: what the gate kills of what can be killed.
 A mutant the gate never reached (NoCoverage) is a survivor the run did not need to execute; a timeout or a crash of
 the gate (Timeout, RuntimeError) is reported apart and counted as not killed — Stryker's own score counts
 timeouts as detected, and is shown beside ours for comparison. Survivors are listed with their diff; one a person
-judged equivalent (``equivalent.json``) carries the reason, and still counts as a survivor.
+judged equivalent (``equivalent.json``) carries the reason, and still counts as a survivor in ``score``.
 """
 from __future__ import annotations
 
@@ -93,13 +95,19 @@ def score(report: dict, locate: Callable[[str, int], Place | None], *, times: di
                                   "status": label, "mutator": mutant.get("mutatorName"), "diff": diff,
                                   "covered_by": len(mutant.get("coveredBy") or []), "signature": sig,
                                   **({"equivalent": equivalent[sig]} if sig in equivalent else {})})
+                if sig in equivalent:
+                    for bucket in [per_file[place.file]] + [per_section[s] for s in place.sections]:
+                        bucket["argued"] = bucket.get("argued", 0) + 1
     for bucket in list(per_file.values()) + list(per_section.values()):
         bucket["score"] = percent(bucket)
+        bucket["score_argued_apart"] = percent(bucket, argued_apart=True)
     durations = sorted((times or {}).values())
     return {
         "mutants": sum(totals[LABEL[s]] for s in COUNTED) + totals["not_run"],
         **totals,
         "score": percent(totals),
+        "score_argued_apart": percent({**totals, "argued": sum(1 for s in survivors if "equivalent" in s)},
+                                      argued_apart=True),
         "stryker_score": _stryker_score(totals),
         "killed_by_unit_kind": dict(sorted(killers.items())),
         "per_file": dict(sorted(per_file.items())),
@@ -112,9 +120,10 @@ def score(report: dict, locate: Callable[[str, int], Place | None], *, times: di
     }
 
 
-def percent(counts: dict) -> float | None:
-    """Killed over every mutant that counts (killed, survived, no coverage, timed out, crashed), in percent."""
-    denominator = sum(counts.get(LABEL[s], 0) for s in COUNTED)
+def percent(counts: dict, argued_apart: bool = False) -> float | None:
+    """Killed over every mutant that counts (killed, survived, no coverage, timed out, crashed), in percent;
+    ``argued_apart``: without the survivors argued equivalent or unreachable."""
+    denominator = sum(counts.get(LABEL[s], 0) for s in COUNTED) - (counts.get("argued", 0) if argued_apart else 0)
     return round(100.0 * counts.get("killed", 0) / denominator, 1) if denominator else None
 
 

@@ -50,9 +50,13 @@ class CompactionMachine(LogMachine):
             i, j = sorted((a % len(nodes), b % len(nodes)))
             span = {"start": nodes[i], "end": nodes[j]}
             # the entry checks' other refusals (spec 8.1 steps 2-3): a span given backwards, or ending off the surface
-            shape = self.pick("arbitrary span", ("in order", "backwards", "off the surface"))
+            shape = self.pick("arbitrary span", ("in order", "backwards", "off the surface", "ending inside a step"))
+            balanced = self.ask("cuts").get("balanced") or []
+            inside = [k for k in range(i, len(nodes)) if k + 1 < len(balanced) and not balanced[k + 1]]
             if shape == "backwards" and i < j:
                 span = {"start": nodes[j], "end": nodes[i]}
+            elif shape == "ending inside a step" and inside:  # the cut after its end splits a step (spec 3, 8.1)
+                span = {"start": nodes[i], "end": nodes[inside[b % len(inside)]]}
             elif shape == "off the surface":
                 off = [seq for seq in self.events if seq not in nodes]
                 span = {"start": nodes[i], "end": off[b % len(off)] if off else max(self.events, default=0) + 1}
@@ -85,6 +89,9 @@ class CompactionMachine(LogMachine):
             faults or {}).get("cancel_during_flush") and self.pick("a caller passing no signal", (True, True, False))
         if unsignalled:  # dsh's signal parameter is optional (spec 8.1): a manual caller may pass none
             args["signal"] = False
+        elif manual and not faults and script.get("outcome") == "text" and self.pick(
+                "a caller cancelling during the flush", (False, True)):  # spec 11.2: checked after the flush
+            faults = args["faults"] = {"cancel_during_flush": True}
         self.do("compact", args, f"compactSurfaceRegion {span['start']}-{span['end']} "
                                  f"({'manual' if manual else 'automatic'}{', no signal' if unsignalled else ''}, "
                                  f"summary {script.get('outcome')}"

@@ -123,6 +123,13 @@ CLOSE_FAILURES = {
     "error close fails, flush cancelled": ("failure", {"fail_appends": ["error-close"], "cancel_during_flush": True}),
 }
 """`/compact`'s close and flush failures (spec 8.3, 11.2): the summary's outcome and the outside world's faults."""
+
+LATE_CANCELS = {
+    "cancelled after the summary": ("late-cancel", None),
+    "cancelled during the flush": ("text", {"cancel_during_flush": True}),
+}
+"""`/compact` cancelled by its caller after the summary came back, before the commit, or while the committed
+bracket is flushed (spec 11.2: the cancellation is thrown, checked after the summary and after the flush)."""
 """The agent's own provider and model (AgentOptions), the summarizer's target when no request routed the session."""
 
 
@@ -284,8 +291,9 @@ class PolicyMachine(Boundaries, LogMachine):
         left open, until a reload (:meth:`crash_mid_compaction`)."""
         self.leave_turn()
         unclosed = self.pick("a close that fails", tuple(k for k in CLOSE_FAILURES if "close fails" in k))
-        for kind in ("changed", "commit", "persistence", "cancelled", "busy", "flush cancelled after a failure",
-                     unclosed):  # the last leaves its bracket open: what follows meets the lock
+        for kind in ("changed", "commit", "persistence", "cancelled", "busy", *LATE_CANCELS,
+                     "flush cancelled after a failure", unclosed):  # the last leaves its bracket open: what follows
+            # meets the lock
             span = self.ask("select_range", {"retain_tokens": 0}).get("range")
             nodes = self.surface()
             if not span or span["start"] not in nodes or span["end"] not in nodes:
@@ -304,6 +312,10 @@ class PolicyMachine(Boundaries, LogMachine):
                 args["agent_idle"] = False
             elif kind in CLOSE_FAILURES:
                 script["outcome"], args["faults"] = CLOSE_FAILURES[kind]
+            elif kind in LATE_CANCELS:
+                script["outcome"], faults = LATE_CANCELS[kind]
+                if faults:
+                    args["faults"] = faults
             else:
                 args["faults"] = {"fail_appends": ["checkpoint"]} if kind == "commit" else {"flush_fails": True}
             self.do("manual_compact", args, f"/compact meeting its `{kind}` failure class")
@@ -321,6 +333,11 @@ class PolicyMachine(Boundaries, LogMachine):
         self.do("pre_step", {"summaries": [script]}, "agent/pre-step while the bracket is open: the pressure "
                                                      "listener meets the lock")
         self.do("reload", {}, "crash and reopen from the log (session/end-seed)")
+        if self.pick("a second crash inside a bracket", (False, True)):  # the newest marker now follows the end-seed
+            self.append({"type": "compaction/start", "data": {"compactionId": self.fresh("c"), "turn": None}},
+                        "compaction/start of a second compaction a crash interrupts, after the reload")
+            self.do("manual_compact", {"args": "", "summary": script}, "/compact while the newer bracket is open")
+            self.do("reload", {}, "crash and reopen from the log (session/end-seed)")
         self.do("manual_compact", {"args": "", "summary": script}, "/compact after the reload")
 
     @rule()
