@@ -174,8 +174,11 @@ class _Ops:
         sections, marker, claimed = context_sections(args), step_marker(args), claimed_messages(args)
         before = len(self.rt.session.log)
         candidate = None if sections is None else project_sections(self.rt.retained, sections)
+        aborted = require(args, "aborted", bool, optional=True, default=False)
         if not self.state.env.policy.compaction.auto:
             reply = {"kind": "disabled", "result": None, "failure": None, "logged": []}
+        elif aborted:  # spec 9.3: the listener skips a pre-step whose signal is already aborted
+            reply = {"kind": "noop", "result": None, "failure": None, "logged": []}
         else:
             env = self.state.env
             try:

@@ -114,6 +114,7 @@ export function ops(world) {
     const session = world.session;
     const before = session.events.length;
     const agent = comp.agent;
+    const aborted = req(args, 'aborted', 'bool', { optional: true, def: false });
     const candidate = sections === null ? undefined : agent.runtimeContext.project(joinContextSections(sections), sections);
     const auto = comp.engine.config.auto;
     let record = [];
@@ -121,6 +122,7 @@ export function ops(world) {
     const [decision] = await comp.run(args, scripts, faults, async (op) => {
       record = op.record;
       regions = op.regions;
+      if (aborted) op.caller.abort(); // the loop's signal aborted before its pre-step (a cancelled turn)
       return agent.dispatch.waterfall('agent/pre-step', { messages: claimed, turn: marker?.turn ?? 0, step: marker?.step ?? 0,
         signal: op.caller.signal }, () => Promise.resolve({ kind: 'enter', messages: candidate === undefined ? claimed : [...claimed, candidate] }));
     });

@@ -214,8 +214,12 @@ class PolicyMachine(Boundaries, LogMachine):
 
     @rule(scripts=st.one_of(st.none(), st.lists(ev.summary_scripts, min_size=1, max_size=3)))
     def pre_step(self, scripts):
+        """The pressure listener, now and then under a signal already aborted (a cancelled turn: it skips, spec 9.3)."""
         args = {} if scripts is None else {"summaries": scripts}
-        self.do("pre_step", args, "agent/pre-step: the pressure listener (compactIfNeeded 'pressure')")
+        if self.pick("a pre-step of a cancelled turn", (False, False, False, True)):
+            args["aborted"] = True
+        self.do("pre_step", args, "agent/pre-step: the pressure listener (compactIfNeeded 'pressure')"
+                + (" under an aborted signal" if args.get("aborted") else ""))
 
     def open_step(self) -> None:
         """The pre-step the runtime runs itself (spec 13 steps 4-7): the runtime-context candidate is

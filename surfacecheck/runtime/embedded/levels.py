@@ -134,6 +134,8 @@ class LevelOps:
         candidate = None if sections is None else self.rt.context.candidate(sections, "")
         if not engine.policy.compaction.auto:
             reply = {"kind": "disabled", "result": None, "failure": None, "logged": []}
+        elif require(args, "aborted", bool, optional=True, default=False):  # a cancelled turn: the listener skips
+            reply = {"kind": "noop", "result": None, "failure": None, "logged": []}
         else:
             try:
                 outcome, common = self._run(args, lambda scripts, faults: engine.pressure(scripts, faults))
