@@ -26,8 +26,9 @@ from surfacecheck.model.summarizer import AGENT_OPTIONS, ScriptedSummarizer, Sum
 from surfacecheck.model.transaction import TransactionOptions
 
 from ..core.protocol import ProtocolError, bind_level_ops
-from .codec import (agent_options, claimed_messages, signal_passed, command_raw_input, compaction_result, configure_args, context_sections,
-                    failure, faults, refusal, require, snapshot_id, step_marker, summary_scripts)
+from .codec import (agent_options, claimed_messages, command_raw_input, compaction_result, configure_args,
+                    context_sections, failure, faults, refusal, require, signal_passed, snapshot_id, step_marker,
+                    summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
 

@@ -116,20 +116,22 @@ def _probed(schema: str, path: str, value, base: dict) -> dict:
 
 FALLBACK = {"provider": ScriptedSummarizer.provider, "model": ScriptedSummarizer.model}
 
-CLOSE_FAILURES = {
-    "close fails": ("text", {"fail_appends": ["compaction/end"]}),
-    "error close fails": ("failure", {"fail_appends": ["error-close"]}),
-    "flush cancelled after a failure": ("failure", {"cancel_during_flush": True}),
-    "error close fails, flush cancelled": ("failure", {"fail_appends": ["error-close"], "cancel_during_flush": True}),
-}
-"""`/compact`'s close and flush failures (spec 8.3, 11.2): the summary's outcome and the outside world's faults."""
-
-LATE_CANCELS = {
+FAILURE_CLASSES = {
+    "commit": ("text", {"fail_appends": ["checkpoint"]}),
+    "persistence": ("text", {"flush_fails": True}),
+    "cancelled": ("agent-cancel", None),
     "cancelled after the summary": ("late-cancel", None),
     "cancelled during the flush": ("text", {"cancel_during_flush": True}),
+    "flush cancelled after a failure": ("failure", {"cancel_during_flush": True}),
+    "close fails": ("text", {"fail_appends": ["compaction/end"]}),
+    "error close fails": ("failure", {"fail_appends": ["error-close"]}),
+    "error close fails, flush cancelled": ("failure", {"fail_appends": ["error-close"], "cancel_during_flush": True}),
 }
-"""`/compact` cancelled by its caller after the summary came back, before the commit, or while the committed
-bracket is flushed (spec 11.2: the cancellation is thrown, checked after the summary and after the flush)."""
+"""`/compact`'s failure classes met through its summary's outcome and the outside world's faults (spec 8.3, 11.2):
+the checkpoint's append or the flush failing, the agent's signal aborting the summary, the caller cancelling after
+the summary came back or while the bracket is flushed, the close or the error close failing."""
+UNCLOSED = ("close fails", "error close fails", "error close fails, flush cancelled")
+"""The classes that leave their bracket open (the close itself failed)."""
 """The agent's own provider and model (AgentOptions), the summarizer's target when no request routed the session."""
 
 
@@ -294,10 +296,10 @@ class PolicyMachine(Boundaries, LogMachine):
         a failure (the caller's cancellation outranks the failure, spec 11.2); then `busy` under a bracket a crash
         left open, until a reload (:meth:`crash_mid_compaction`)."""
         self.leave_turn()
-        unclosed = self.pick("a close that fails", tuple(k for k in CLOSE_FAILURES if "close fails" in k))
-        for kind in ("changed", "commit", "persistence", "cancelled", "busy", *LATE_CANCELS,
-                     "flush cancelled after a failure", unclosed):  # the last leaves its bracket open: what follows
-            # meets the lock
+        unclosed = self.pick("a close that fails", UNCLOSED)
+        for kind in ("changed", "commit", "persistence", "cancelled", "busy", "cancelled after the summary",
+                     "cancelled during the flush", "flush cancelled after a failure",
+                     unclosed):  # the last leaves its bracket open: what follows meets the lock
             span = self.ask("select_range", {"retain_tokens": 0}).get("range")
             nodes = self.surface()
             if not span or span["start"] not in nodes or span["end"] not in nodes:
@@ -310,18 +312,12 @@ class PolicyMachine(Boundaries, LogMachine):
                 target = (prompts or inside)[0]
                 script["concurrent"] = [["user/message", ev.user_message("rewritten", self.fresh("u"))["data"],
                                          {"op": "replace", "start": target, "end": target}, [target]]]
-            elif kind == "cancelled":  # the agent's own signal aborts while the summary runs (ReactLoopAgent.cancel)
-                script["outcome"] = "agent-cancel"
             elif kind == "busy":  # the agent is not idle: waking queued work
                 args["agent_idle"] = False
-            elif kind in CLOSE_FAILURES:
-                script["outcome"], args["faults"] = CLOSE_FAILURES[kind]
-            elif kind in LATE_CANCELS:
-                script["outcome"], faults = LATE_CANCELS[kind]
+            else:  # `cancelled`: the agent's own signal aborts while the summary runs (ReactLoopAgent.cancel)
+                script["outcome"], faults = FAILURE_CLASSES[kind]
                 if faults:
                     args["faults"] = faults
-            else:
-                args["faults"] = {"fail_appends": ["checkpoint"]} if kind == "commit" else {"flush_fails": True}
             self.do("manual_compact", args, f"/compact meeting its `{kind}` failure class")
         self.crash_mid_compaction()
 
@@ -330,19 +326,21 @@ class PolicyMachine(Boundaries, LogMachine):
         (spec 8.4) refuses `/compact` as busy until a reload's `session/end-seed` shows the marker belongs to an
         earlier lifecycle (`assertCompactionInactive`, spec 1.5); then `/compact` again."""
         self.leave_turn()
-        self.append({"type": "compaction/start", "data": {"compactionId": self.fresh("c"), "turn": None}},
-                     "compaction/start of a compaction the crash interrupts")
+        self.crashed_bracket("compaction/start of a compaction the crash interrupts")
         script = {"outcome": "text", "ratio": 0.1}
         self.do("manual_compact", {"args": "", "summary": script}, "/compact while the bracket is open")
         self.do("pre_step", {"summaries": [script]}, "agent/pre-step while the bracket is open: the pressure "
                                                      "listener meets the lock")
         self.do("reload", {}, "crash and reopen from the log (session/end-seed)")
         if self.pick("a second crash inside a bracket", (False, True)):  # the newest marker now follows the end-seed
-            self.append({"type": "compaction/start", "data": {"compactionId": self.fresh("c"), "turn": None}},
-                        "compaction/start of a second compaction a crash interrupts, after the reload")
+            self.crashed_bracket("compaction/start of a second compaction a crash interrupts, after the reload")
             self.do("manual_compact", {"args": "", "summary": script}, "/compact while the newer bracket is open")
             self.do("reload", {}, "crash and reopen from the log (session/end-seed)")
         self.do("manual_compact", {"args": "", "summary": script}, "/compact after the reload")
+
+    def crashed_bracket(self, label: str) -> None:
+        """The standalone `compaction/start` of a compaction a crash interrupts (its close never written)."""
+        self.append({"type": "compaction/start", "data": {"compactionId": self.fresh("c"), "turn": None}}, label)
 
     @rule()
     def reload(self):

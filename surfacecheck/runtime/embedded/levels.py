@@ -13,8 +13,8 @@ from typing import Any
 from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 
 from ...core.protocol import ProtocolError, bind_level_ops
-from ..codec import (agent_options, claimed_messages, signal_passed, configure_args, fault_fields, context_sections, refusal, require, snapshot_id, step_marker,
-                     summary_scripts)
+from ..codec import (agent_options, claimed_messages, configure_args, context_sections, fault_fields, refusal, require,
+                     signal_passed, snapshot_id, step_marker, summary_scripts)
 from .compaction import NO_FAULTS, Faults
 from .policy import COMMAND_TEXTS
 from .seed import reopen

@@ -223,12 +223,15 @@ class Engine:
         return advanced and not aborted
 
     # -- spec 11 ------------------------------------------------------------------------------------
+    def agent_target(self) -> tuple | None:
+        """The agent's AgentOptions as a target, when both are non-empty strings (spec 8.5)."""
+        provider, model = self.agent
+        return (provider, model) if isinstance(provider, str) and provider and isinstance(model, str) and model else None
+
     def summary_options(self) -> dict:
         """`summarize()` (spec 8.5, D6, D13): the cap and summarization pair of `conversationTarget`'s policy: the
         routed target, else the agent's complete AgentOptions pair, else the base config."""
-        provider, model = self.agent
-        agent = (provider, model) if isinstance(provider, str) and provider and isinstance(model, str) and model else None
-        target = self.rt.tracker.routed_target() or agent
+        target = self.rt.tracker.routed_target() or self.agent_target()
         compaction = self.policy.compaction
         policy = resolve_target_policy(compaction, *target) if target is not None else compaction
         return {"max_tokens": policy.max_tokens, "summarization": policy.summarization}

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 
 from surfacecheck.model.errors import (AbortError, CompactionError, ManualCompactionError, ModelError, SummarizerError,
                                        SurfaceChangedError)
-from surfacecheck.model.summarizer import checkpoint_message, run_script
+from surfacecheck.model.summarizer import NO_TARGET, checkpoint_message, run_script
 
 from .compaction import NO_FAULTS, AppendRefused, Faults, Selection
 from .events import price_message
 
-NO_TARGET = ("no provider/model available for summarization: set both BasicCompactionConfig summarization fields, "
-             "route one request, or set both AgentOptions fields")
 
 
 @dataclass
@@ -169,10 +167,10 @@ class Transaction:
         config = header.get("config") if isinstance(header, dict) else None
         if isinstance(config, dict):
             return config.get("provider"), config.get("model")
-        provider, model = self.rt.engine.agent
-        if isinstance(provider, str) and provider and isinstance(model, str) and model:
-            return provider, model
-        raise SummarizerError(NO_TARGET)
+        agent = self.rt.engine.agent_target()
+        if agent is None:
+            raise SummarizerError(NO_TARGET)
+        return agent
 
     def concurrent_appends(self, script) -> None:
         """Spec 8.2 step 8: another producer appends while the summary runs (citing what it shadows)."""
