@@ -198,14 +198,15 @@ def test_pairing_cache_extends_within_a_generation_and_rebuilds_after_replace():
     runtime = EmbeddedRuntime()
     for event in (user("a"), assistant_calls(2), tool_result(), tool_result()):
         runtime.call("append", {"event": event})
-    assert runtime.call("cuts", {}) == {"balanced": [True, True, False, False, True]}
-    folded = runtime.pairing.ops
+    assert runtime.call("cuts", {}) == {"balanced": [True, True, False, False, True], "reads": 5}
+    folded = runtime.reader.ops
+    assert runtime.call("cuts", {})["reads"] == 0  # unchanged: no event read
     runtime.call("append", {"event": user("b")})
-    assert runtime.call("cuts", {})["balanced"][-1] is True
-    assert runtime.pairing.ops == folded + 1  # extended by exactly the new node
+    assert runtime.call("cuts", {}) == {"balanced": [True, True, False, False, True, True], "reads": 2}
+    assert runtime.reader.ops == folded + 1  # extended by exactly the new node
     runtime.call("append", {"event": checkpoint("s", 0, 3, [0, 1, 2, 3])})  # replaces the whole tool round
-    assert runtime.call("cuts", {}) == {"balanced": [True, True, True]}
-    assert runtime.pairing.ops == folded + 1 + 2 and runtime.pairing.generation == 1  # rebuilt: 2 nodes
+    assert runtime.call("cuts", {}) == {"balanced": [True, True, True], "reads": 3}
+    assert runtime.reader.ops == folded + 1 + 2 and runtime.reader.generation == 1  # rebuilt: 2 nodes
 
 
 def test_corrupt_surface_refuses_cuts_identically():

@@ -124,7 +124,11 @@ def test_cuts_follow_tool_pairing_and_refuse_a_corrupt_surface():
     log.user("interjection")
     log.result(1, 1, "c2")
     load(runtime, log.session)
-    assert runtime.call("cuts", {}) == {"balanced": [True, False, False, False, True]}
+    assert runtime.call("cuts", {}) == {"balanced": [True, False, False, False, True], "reads": 5}  # log + 4 nodes
+    assert runtime.call("cuts", {})["reads"] == 0  # reused without reading events (spec 3)
+    assert runtime.call("cuts", {"seqs": [3]}) == {"before": [False], "after": [False], "reads": 0}
+    missing = runtime.call("cuts", {"seqs": [3, 99]})["error"]
+    assert missing["rule"] == "tool-pairing" and missing["message"] == "tool-pairing balance: surface seq 99 not found"
     log2 = Log()
     log2.result(1, 1, "orphan")
     runtime.call("reset", {})
@@ -270,7 +274,8 @@ def test_sample_script_reaches_every_op():
         results.append((op, runtime.call(op, args)))
         labels += list(runtime.last_labels)
     ops = {op for op, _ in results}
-    assert ops == {"reset", "append", "surface", "cuts", "measure", "projection", "events", "select_range", "prune", "compact",
+    assert ops == {"reset", "append", "surface", "cuts", "measure", "projection", "events", "meter_replay", "select_range",
+                   "prune", "compact",
                    "configure", "pre_step", "request_error", "manual_compact", "reload", "closers", "rows", "decode"}
     kinds = {(op, r.get("kind")) for op, r in results}
     assert {("pre_step", "pruned"), ("compact", "failed"), ("compact", "success"), ("request_error", "retry"),
@@ -281,3 +286,76 @@ def test_sample_script_reaches_every_op():
     assert ("pre_step", "noop") in kinds and last_pre_step["appended"] == ["step/start", "user/message", "user/message"]
     runtime.call("surface", {})
     assert runtime.last_labels == ()
+
+
+# -- meter_replay: the meter handed a log (spec 4.2-4.3) --------------------------------------------------------
+HANDED = {
+    "as logged": {"total": 1203, "baseline": {"kind": "estimated", "tokens": 1091}},
+    "the logged header": {"total": 1203, "baseline": {"kind": "estimated", "tokens": 1091}},
+    "another header": {"total": 1207, "baseline": {"kind": "estimated", "tokens": 1207}},
+    "replace off the surface": (17, "token surface: replace at seq 17 has invalid current range 16-11"),
+    "replace ending off the surface": (17, "token surface: replace at seq 17 has invalid current range 2-16"),
+    "reversed replace": (17, "token surface: replace at seq 17 has invalid current range 11-2"),
+    "cites itself": (9, "token meter: assistant/message at seq 9 source seq 9 is not earlier"),
+    "cites a later seq": (21, "token meter: assistant/message at seq 21 source seq 22 is not earlier"),
+    "cites a chunk twice": (21, "token meter: assistant/message at seq 21 repeats source seq 19"),
+    "cites a non-chunk": (21, "token meter: assistant/message at seq 21 source seq 18 is not assistant/chunk"),
+    "cites another step's chunk": (21, "token meter: assistant/message at seq 21 source seq 20 belongs to another step"),
+}
+"""What dsh's meter answers for each handed log (:mod:`properties.stateful.meter_logs`) over the sample's first turn:
+the measurement, or the seq and dsh's words it fails loud with."""
+
+
+def handed_requests(runtime) -> list[tuple[str, dict]]:
+    """The sample's first turn appended to ``runtime``; then each kind's ``meter_replay`` request."""
+    from surfacecheck.properties.stateful import meter_logs
+
+    for op, args in [r for r in sample_requests() if r[0] in ("reset", "append")][:20]:
+        runtime.call(op, args)
+    events, nodes = runtime.call("events", {})["events"], runtime.call("surface", {})["nodes"]
+    requests = []
+    for kind in meter_logs.KINDS:
+        log, header, _ = meter_logs.handed(events, nodes, kind)
+        requests.append((kind, {"events": log, **({} if header is None else {"header": header})}))
+    return requests
+
+
+def check_handed(kind: str, answer: dict) -> None:
+    expected = HANDED[kind]
+    if isinstance(expected, tuple):
+        assert answer == {"error": {"type": "TokenMeterError", "rule": "token-meter", "seq": expected[0],
+                                    "message": expected[1]}}, kind
+    else:
+        assert {"total": answer["total"], "baseline": answer["baseline"]} == expected, kind
+
+
+def test_the_meter_handed_a_log_fails_loud_in_dsh_words_in_the_model_and_the_embedded_runtime():
+    from surfacecheck.runtime.embedded import EmbeddedRuntime
+
+    model, embedded = ModelRuntime(), EmbeddedRuntime()
+    cases, live = handed_requests(model), handed_requests(embedded)
+    assert cases == live
+    before = (model.call("surface", {}), model.call("measure", {}), model.call("events", {}))
+    for kind, args in cases:
+        answer = model.call("meter_replay", args)
+        check_handed(kind, answer)
+        assert embedded.call("meter_replay", args) == answer, kind
+    assert (model.call("surface", {}), model.call("measure", {}), model.call("events", {})) == before  # read-only
+    unchanged = dict(cases)["as logged"]
+    assert model.call("meter_replay", unchanged) == model.call("measure", {})
+    for header in (None, unchanged["events"][1]["data"]["header"], {"config": {"provider": "p", "model": "m"}}):
+        assert model.call("measure", {"header": header}) == embedded.call("measure", {"header": header})
+
+
+@pytest.mark.parametrize("args", [
+    {}, {"events": {}}, {"events": [{"type": "x", "seq": 1, "data": {}}]}, {"events": [{"type": "x", "seq": 0}]},
+    {"events": [{"type": "user/message", "seq": 0, "data": {}}]},
+    {"events": [{"type": "user/message", "seq": 0, "data": {}, "surfaceOp": {"op": "replace", "start": -1, "end": 0}}]},
+    {"events": [{"type": "x", "seq": 0, "data": {}, "sourceEventSeqs": [-1]}]},
+    {"events": [{"type": "x", "seq": 0, "data": {}, "extra": 1}]},
+    {"events": [], "header": {"system": "s"}}, {"events": [], "header": {"config": {}, "system": 3}},
+])
+def test_meter_replay_refuses_what_is_not_a_log_the_meter_reads_as_bad_args(args):
+    with pytest.raises(ProtocolError) as caught:
+        ModelRuntime().call("meter_replay", args)
+    assert caught.value.type == "bad-args"

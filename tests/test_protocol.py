@@ -275,6 +275,7 @@ def _walk_args(rng, op, n):
                                  "tailChars": rng.randint(0, 300)}},
             "pre_step": {"summary": script}, "request_error": {"code": "CONTEXT_WINDOW_EXCEEDED", "summary": script},
             "manual_compact": {"summary": script},
+            "meter_replay": {"events": []},
             "configure": {"policy": rng.choice([{}, {"thresholdRatio": 0.5, "retainTokens": 20}, {"auto": False},
                                                 {"bogus": 1}]), "context_window": rng.choice([None, 100, 1000])},
             }.get(op, {})

@@ -136,6 +136,31 @@ def test_refusals_come_from_dsh(pristine):
         runtime.close()
 
 
+def test_the_meter_handed_a_log_answers_as_the_model(pristine):
+    """`TokenMeter.measure({events}, header?)` over each handed log (spec 4.2-4.3): dsh fails loud where the model
+    does, in the same words, and measures the live session under a header as the model does."""
+    from test_model_runtime import check_handed, handed_requests
+
+    from surfacecheck.core.protocol import ProtocolError
+    from surfacecheck.runtime.model_runtime import ModelRuntime
+
+    model, runtime = ModelRuntime(), open_runtime("dsh")
+    try:
+        cases = handed_requests(runtime)
+        assert cases == handed_requests(model)
+        for kind, args in cases:
+            answer = runtime.call("meter_replay", args)
+            check_handed(kind, answer)
+            assert answer == model.call("meter_replay", args), kind
+        for header in (None, dict(cases)["the logged header"].get("header"), {"config": {"provider": "p", "model": "m"}}):
+            assert runtime.call("measure", {"header": header}) == model.call("measure", {"header": header})
+        with pytest.raises(ProtocolError) as caught:
+            runtime.call("meter_replay", {"events": [{"type": "user/message", "seq": 0, "data": {}}]})
+        assert caught.value.type == "bad-args"
+    finally:
+        runtime.close()
+
+
 def _ctx(tmp_path, runtime="embedded"):
     import io
 

@@ -11,7 +11,8 @@ Operations by level (each level includes the ones above it):
     (``{type, data, time?, surfaceOp?, sourceEventSeqs?}``; the runtime assigns ``seq``) →
     ``{seq, generation}`` · ``surface {}`` → ``{nodes: [seq...], generation}`` · ``cuts {}`` →
     ``{balanced: [bool × (N+1)]}`` · ``measure {}`` → ``{total, prices: [int × N]}`` ·
-    ``projection {}`` → ``{total: int | null}``
+    ``projection {}`` → ``{total: int | null}`` · ``meter_replay {events, header?}`` → ``measure``'s answer over a
+    handed log (spec 4.2-4.3)
 ``compaction``
     ``select_range {retain_tokens}`` → ``{range: {start, end} | null}`` · ``prune {pruner?}`` ·
     ``compact {start, end, manual?, summaries?}`` (scripted summary outcomes)
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 PROTOCOL = "surfacecheck-runtime/1"
 LEVELS = ("log", "compaction", "policy")
 OPS: dict[str, tuple[str, ...]] = {
-    "log": ("reset", "append", "surface", "cuts", "measure", "projection", "events"),
+    "log": ("reset", "append", "surface", "cuts", "measure", "projection", "events", "meter_replay"),
     "compaction": ("select_range", "prune", "compact"),
     "policy": ("configure", "pre_step", "request_error", "manual_compact", "reload"),
     "conversation": ("open", "turn", "compact"),

@@ -7,9 +7,9 @@ changed, summary, commit, persistence — besides success.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace as dc_replace
 
-from .errors import AbortError, ManualCompactionError, ModelError
+from .errors import AbortError, CompactionError, ManualCompactionError, ModelError
 from .seams import active
 from .session import Session, append
 from .summarizer import ScriptedSummarizer
@@ -28,6 +28,11 @@ MESSAGES = {
 }
 
 
+AGENT_ID = "surfacecheck"
+"""The id of the agent the protocol's `/compact` runs on (dsh's `ReactLoopAgent.id`): `runMaintenance` names it when
+the agent is busy (the cause of `compactNow`'s busy error, spec 11.2)."""
+
+
 def compact_now(session: Session, *, agent_idle: bool = True, source_command_id: str | None = None,
                 summarizer: ScriptedSummarizer = ScriptedSummarizer(), faults: Faults = NO_FAULTS,
                 caller_aborted: bool = False, max_tokens: int = 8192, summarization: tuple[str, str] = ("", ""),
@@ -39,7 +44,8 @@ def compact_now(session: Session, *, agent_idle: bool = True, source_command_id:
         return Outcome(session, error=AbortError(), aborted=True, labels=("compactNow: caller signal already aborted",))
     if not agent_idle:
         return Outcome(session, error=ManualCompactionError(
-            "busy", "manual compaction requires an idle agent with no waking queued work"),
+            "busy", "manual compaction requires an idle agent with no waking queued work",
+            cause=CompactionError(f'agent "{AGENT_ID}" already has active work')),
             labels=("compactNow: agent not idle",))
     seams = active()
     span = seams.select_compactable_range(session, seams.measure(session), 0)
@@ -63,6 +69,8 @@ class CommandResult:
     kind: str
     text: str
     source_event_seq: int | None = None
+    now: Outcome | ModelError | None = field(default=None, compare=False)
+    """What `compactNow` settled with (its outcome, or what it threw); None when the handler never called it."""
 
 
 def compact_command(session: Session, command_id: str, args: str = "", **kw) -> tuple[Session, CommandResult, tuple]:
@@ -95,10 +103,10 @@ def compact_command(session: Session, command_id: str, args: str = "", **kw) -> 
             # rejects (spec 11.1; DIVERGENCES D7)
             session, _ = append(session, "command/done", {"commandId": command_id, "kind": "error",
                                                           "text": exc.message})
-            return session, CommandResult("error", exc.message), labels + (
+            return session, CommandResult("error", exc.message, now=exc), labels + (
                 f"/compact handler threw: {exc.message}; command/done error, the executor rejects",)
         session, labels = outcome.session, labels + outcome.labels
-        result = active().command_result(outcome)
+        result = dc_replace(active().command_result(outcome), now=outcome)
     if settled_early:
         return session, result, labels + (f"command/done {result.kind}: {result.text} (at the caller's abort)",)
     done = {"commandId": command_id, "kind": result.kind, "text": result.text}

@@ -116,6 +116,17 @@ def refresh_cuts(cached: Cuts | None, session: Session) -> Cuts:
     return cached
 
 
+def refresh_reads(cached: Cuts | None, session: Session) -> int:
+    """The log reads `balanceCache` makes to bring ``cached`` to the surface (spec 3; dsh's own test "does no event
+    reads for unchanged or log-only growth, folds only appended nodes, and rebuilds on replace"): the log once and
+    each folded node's event on a rebuild or an extension, nothing on reuse."""
+    if cached is None or cached.generation != session.generation or len(cached.nodes) > len(session.nodes):
+        return 1 + len(session.nodes)
+    if len(cached.nodes) < len(session.nodes):
+        return 1 + len(session.nodes) - len(cached.nodes)
+    return 0
+
+
 def balanced_before(session: Session, seq: int) -> bool:
     """`toolPairingBalancedBefore` over the current surface (recount: the model favours clarity)."""
     return fold_cuts(session).balanced_before(seq)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SummarizerError
+from .estimate import canonical_header
 from .seams import active
 from .session import Session, request_header
 from .surface import derive_event_message
@@ -24,11 +25,6 @@ PREAMBLE = (
 OPEN_TAG = "\n\n<compacted-summary>"
 CLOSE_TAG = "</compacted-summary>"
 CHECKPOINT_PLUGIN = "compact"
-INSTRUCTION_SOURCE = {"kind": "plugin", "plugin": "dsh-compaction-basic"}
-INSTRUCTION_SECTIONS = (
-    "Primary Request and Intent", "Key Technical Concepts", "Files and Code", "Errors and Fixes",
-    "Pending Jobs", "Current Work", "Next Step", "Critical Context",
-)
 
 
 def frame_summary(summary: list[dict]) -> list[dict]:
@@ -67,7 +63,11 @@ class SummarizationInput:
 
 
 def summarization_input(session: Session, shadowed: tuple[int, ...]) -> SummarizationInput:
+    """The header is `session.requestHeader()`: the latest logged one, canonical (spec 4.1: an empty system or tool
+    list is absent), so an empty one sends none."""
     header = request_header(session) or {}
+    if isinstance(header, dict):
+        header = canonical_header(header)
     messages = tuple(m for m in (derive_event_message(session.log[seq]) for seq in shadowed) if m is not None)
     tools = header.get("tools")
     return SummarizationInput(header.get("system"), tuple(tools) if tools is not None else None, messages)
@@ -97,24 +97,6 @@ def summary_target(session: Session, summarization: tuple[str, str], agent_targe
     if agent_target is not None:
         return agent_target
     raise SummarizerError(NO_TARGET)
-
-
-def summary_request(inp: SummarizationInput, provider: str, model: str, max_tokens: int, session_id: str) -> dict:
-    """The one stream call `summarizeWithLlm` makes (spec 8.5; seed §8): region messages, then one fixed
-    English instruction; only route, cap, session id and purpose — no conversation sampling config."""
-    instruction = {
-        "role": "user", "source": INSTRUCTION_SOURCE,
-        "content": [{"type": "text", "text": "Summarize the conversation above. Sections: "
-                     + ", ".join(INSTRUCTION_SECTIONS)
-                     + ". Merge any prior <compacted-summary> block instead of nesting it."}],
-    }
-    request: dict[str, Any] = {"provider": provider, "model": model, "messages": [*inp.messages, instruction]}
-    if inp.system is not None:
-        request["system"] = inp.system
-    if inp.tools is not None:
-        request["tools"] = list(inp.tools)
-    request.update({"maxTokens": max_tokens, "sessionId": session_id, "purpose": "compaction"})
-    return request
 
 
 # -- the scripted stand-in ---------------------------------------------------------------------

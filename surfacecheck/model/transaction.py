@@ -22,6 +22,7 @@ from .event import Event
 from .region import Selection, lock_is_live
 from .seams import active
 from .session import Session, append
+from .summary_request import record_request, summary_request
 from .summarizer import ScriptedSummarizer, checkpoint_message, run_script, summarization_input, summary_target
 
 AUTOMATIC = "current-turn"
@@ -160,6 +161,7 @@ def compact_surface_region(
         inp = summarization_input(session, selection.shadowed)
         # -- step 8: summarize (while it runs, other producers may append) ---------------------
         target = summary_target(session, options.summarization, summarizer.target)
+        record_request(summary_request(inp.system, inp.tools, inp.messages, *target, options.max_tokens))
         for type_, data, op, *sources in script.concurrent:
             kw = {} if op is None else {"surface_op": op}
             if sources:
@@ -239,7 +241,7 @@ def compact_surface_region(
     flush_failure = None
     if closed and options.flush:
         if faults.flush_fails:
-            flush_failure = ModelError("flush failed (injected fault)")
+            flush_failure = CompactionError("flush failed (injected fault)")  # a plain Error, as a store throws
             labels.append("flush failed")
         else:
             labels.append("flush: durable")

@@ -169,6 +169,14 @@ def failure(error) -> dict | None:
     return refusal(error)["error"]
 
 
+def compact_now_json(result: dict | None, error: BaseException | None) -> dict:
+    """What `compactNow` settled with (spec 11.2): its `CompactionResult` (JSON) or null, the error it threw as a
+    failure, and that error's `cause` (a `ManualCompactionError` wraps the failure it reports)."""
+    cause = getattr(error, "cause", None)
+    return {"result": result, "failure": failure(error) if isinstance(error, ModelError) else None,
+            "cause": failure(cause) if isinstance(cause, ModelError) else None}
+
+
 def context_sections(args: dict) -> list[dict] | None:
     """``pre_step``'s optional ``context``: the runtime-context sections ``[{name, text}]`` active for this
     step (spec 12, 13 step 4), or None when the driver does not ask the runtime to project runtime context."""
@@ -238,6 +246,17 @@ def events_from(args: dict) -> int:
     if isinstance(start, bool) or not isinstance(start, int) or start < 0:
         raise ProtocolError("bad-args", "from is a non-negative integer")
     return start
+
+
+def cut_probe(args: dict) -> list[int] | None:
+    """``cuts``'s optional ``seqs``: the seqs whose leading and trailing cuts to ask
+    (`toolPairingBalancedBefore/After`, spec 3), on the surface or not; None: every cut of the surface."""
+    seqs = args.get("seqs")
+    if seqs is None:
+        return None
+    if not isinstance(seqs, list) or any(isinstance(s, bool) or not isinstance(s, int) for s in seqs):
+        raise ProtocolError("bad-args", "seqs is a list of integers")
+    return list(seqs)
 
 
 def breakdown_requested(args: dict) -> bool:

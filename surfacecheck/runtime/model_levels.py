@@ -14,6 +14,7 @@ from typing import Any
 
 from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
 from surfacecheck.model.manual import MESSAGES, compact_command
+from surfacecheck.model.summary_request import recording
 from surfacecheck.model.meter import measure_state
 from surfacecheck.model.policy import (PRESSURE, Environment, OverflowState, pressure_log, reset_overflow,
                                        summary_options)
@@ -26,9 +27,9 @@ from surfacecheck.model.summarizer import AGENT_OPTIONS, ScriptedSummarizer, Sum
 from surfacecheck.model.transaction import TransactionOptions
 
 from ..core.protocol import ProtocolError, bind_level_ops
-from .codec import (agent_options, claimed_messages, command_raw_input, compaction_result, configure_args,
-                    context_sections, failure, faults, refusal, require, signal_passed, snapshot_id, step_marker,
-                    summary_scripts)
+from .codec import (agent_options, claimed_messages, command_raw_input, compact_now_json, compaction_result,
+                    configure_args, context_sections, failure, faults, refusal, require, signal_passed, snapshot_id,
+                    step_marker, summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
 
@@ -87,7 +88,8 @@ class _Ops:
         summarizer, from_queue = self._summarizer(args)
         before_len, starts0 = len(self.rt.session.log), self.state.starts
         try:
-            outcome = transition(self.rt.session, summarizer, faults(args))
+            with recording() as requests:
+                outcome = transition(self.rt.session, summarizer, faults(args))
         except _SHAPE_ERRORS as exc:
             raise _shape_refusal(exc) from exc
         session = outcome.session if hasattr(outcome, "session") else outcome[0]
@@ -96,7 +98,7 @@ class _Ops:
         if from_queue:
             self.state.queue = self.state.queue[self.state.starts - starts0:]
         common = {"generation": session.generation,
-                  "appended": [event.type for event in session.log[before_len:]]}
+                  "appended": [event.type for event in session.log[before_len:]], "requests": requests}
         return outcome, common
 
     # -- compaction level (spec 6, 7, 8) ------------------------------------------------------
@@ -277,8 +279,13 @@ class _Ops:
         except ModelError as exc:
             return refusal(exc)
         result = box["result"]
+        now = result.now
+        if isinstance(now, ModelError):
+            now = compact_now_json(None, now)
+        elif now is not None:
+            now = compact_now_json(compaction_result(now.value), now.error)
         return {"kind": result.kind, "code": _command_code(result), "text": result.text,
-                "sourceEventSeq": result.source_event_seq, **common}
+                "sourceEventSeq": result.source_event_seq, "compact_now": now, **common}
 
     def reload(self, args: dict) -> dict:
         """Crash and reopen (spec 1.5): the log becomes a seed (shape-checked) and `session/end-seed` is

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from surfacecheck.model.errors import ModelError
 from surfacecheck.model.event import Event
 from surfacecheck.model.meter import MeterState, measure_state
-from surfacecheck.model.pairing import Cuts
+from surfacecheck.model.pairing import Cuts, refresh_reads
 from surfacecheck.model.projection import (ContextBreakdown, ContextPressure, SurfaceProjection, TokenUsage,
                                           fold_breakdown, fold_pressure, schema_refuses)
 from surfacecheck.model.runtime_context import NEVER, fold_retained
@@ -27,7 +27,8 @@ from surfacecheck.model.session import Session, append
 
 from ..core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
 from .storage import storage_ops
-from .codec import breakdown_requested, event_kwargs, events_from, pressure_requested, refusal, usage_requested
+from .meter_log import handed_log, request_header
+from .codec import breakdown_requested, cut_probe, event_kwargs, events_from, pressure_requested, refusal, usage_requested
 
 
 class ModelRuntime:
@@ -38,7 +39,7 @@ class ModelRuntime:
     def __init__(self) -> None:
         self._ops: dict[str, Callable[[dict], dict]] = {
             "reset": self._reset, "append": self._append, "surface": self._surface, "events": self._events, "cuts": self._cuts,
-            "measure": self._measure, "projection": self._projection,
+            "measure": self._measure, "projection": self._projection, "meter_replay": self._meter_replay,
             **storage_ops(lambda: self.session.log),
         }
         self.levels: tuple[str, ...] = ("log",)
@@ -76,7 +77,9 @@ class ModelRuntime:
         self.usage: TokenUsage | None = TokenUsage()  # `tokenUsage` (spec 5.2); None once its fold threw
         self.breakdown: ContextBreakdown | None = ContextBreakdown()  # `contextBreakdown` (spec 5.2); as usage
         self.pressure: ContextPressure | None = ContextPressure()  # `contextPressure` (spec 5.2); as usage
+        self.changed_at: dict[str, int | None] = dict.fromkeys(UNITS)  # the last seq each unit's state changed at
         self.cuts: Cuts | None = None
+        self.cuts_seen: Cuts | None = None  # the `cuts` reader's own balance cache (dsh keeps one per session object)
         self._cuts_failure: tuple | None = None  # (surface, cuts, refresh, error) of the last refresh that threw
         self.retained = NEVER  # the runtime-context projection's state (spec 12), live rule per event
         self.adopt(session)
@@ -101,6 +104,7 @@ class ModelRuntime:
                 self.projection = SurfaceProjection(self.projection.total + step.delta, step.claim)
             except _FOLD_ERRORS as exc:
                 self.projection_error = _as_model_error(exc, event)
+        before = (self.usage, self.breakdown, self.pressure)
         if self.usage is not None:
             try:
                 self.usage = seams.fold_usage(self.usage, event)
@@ -116,6 +120,11 @@ class ModelRuntime:
                 self.pressure = fold_pressure(self.pressure, event)
             except _FOLD_ERRORS:
                 self.pressure = None
+        # spec 5.2: a unit returns its state by reference when unchanged, so the registry's change feed names it
+        # exactly when its value changed (a stuck unit changes no more)
+        for unit, old, new in zip(UNITS, before, (self.usage, self.breakdown, self.pressure)):
+            if old is not None and new is not None and new != old:
+                self.changed_at[unit] = event.seq
         self.retained = fold_retained(self.retained, event)
         if self.level_state is not None:
             self.level_state.observe(event)
@@ -164,8 +173,19 @@ class ModelRuntime:
         return {"nodes": list(self.session.nodes), "generation": self.session.generation}
 
     def _cuts(self, args: dict) -> dict:
+        """The N+1 cuts (spec 3), or with ``seqs`` the cuts before and after those seqs, read through a cache of the
+        reader's own (dsh keeps one per session object): ``reads`` is the log reads its refresh made."""
+        probe = cut_probe(args)
         try:
-            return {"balanced": list(self.current_cuts().balanced)}
+            cuts = self.current_cuts()
+            if probe is None and not cuts.nodes:
+                return {"balanced": [True], "reads": 0}  # nothing asked of dsh: its cache is not touched
+            reads = refresh_reads(self.cuts_seen, self.session)
+            self.cuts_seen = seen = active().refresh_cuts(self.cuts_seen, self.session)
+            if probe is None:
+                return {"balanced": list(seen.balanced), "reads": reads}
+            return {"before": [seen.balanced_before(seq) for seq in probe],
+                    "after": [seen.balanced_after(seq) for seq in probe], "reads": reads}
         except ModelError as exc:
             return refusal(exc)
         except _FOLD_ERRORS as exc:  # an assistant/message whose content dsh cannot read (spec 3 eventDelta)
@@ -173,12 +193,26 @@ class ModelRuntime:
                                       f"{type(exc).__name__}: {exc}", rule="message-shape"))
 
     def _measure(self, args: dict) -> dict:
-        """`TokenMeter.measure()` (spec 4.3): total, per-node prices, surface tokens, baseline."""
+        """`TokenMeter.measure(session, requestHeader?)` (spec 4.3): total, per-node prices, surface tokens, baseline;
+        ``header`` prices the request under that envelope in place of the latest logged one."""
+        header = request_header(args)
         if self.meter_error is not None:
             return refusal(self.meter_error)
-        m = measure_state(self.meter)
-        return {"total": m.total_tokens, "prices": [tokens for _, tokens in m.nodes],
-                "surface_tokens": m.surface_tokens, "baseline": {"kind": m.baseline.kind, "tokens": m.baseline.tokens}}
+        return measured(self.meter, header)
+
+    def _meter_replay(self, args: dict) -> dict:
+        """`TokenMeter.measure({events}, requestHeader?)` over a handed log (spec 4.2-4.3): a fresh fold from seq 0,
+        the event it cannot fold refused as the live meter refuses it ("fail loud"); the session is not read."""
+        log = [Event.from_json(event) for event in handed_log(args)]
+        header = request_header(args)
+        state, fold = MeterState(), active().fold_meter
+        event_at = lambda seq: log[seq] if 0 <= seq < len(log) else None  # noqa: E731 - `session.events[seq]`
+        for event in log:
+            try:
+                state = fold(state, event, event_at)
+            except _FOLD_ERRORS as exc:
+                return refusal(_as_model_error(exc, event))
+        return measured(state, header)
 
     def _projection(self, args: dict) -> dict:
         """The O(1) surface projection total (spec 5.1); null once its claim fold has thrown. With
@@ -203,16 +237,32 @@ class ModelRuntime:
             reply["pressure"] = None if p is None else {key: value for key, value in (
                 ("contextWindow", p.context_window), ("pressureTokens", p.pressure_tokens),
                 ("projectedTokens", p.projected_tokens)) if value is not None}
+        if with_usage or with_breakdown or pressure_requested(args):
+            reply["changed"] = dict(self.changed_at)
         refused = [unit for unit, key in UNIT_KEYS if reply.get(key) is not None and schema_refuses(unit, reply[key])]
         if refused:
             reply["refused"] = refused
         return reply
 
 
+def measured(state: MeterState, header: dict | None) -> dict:
+    """`measure`'s answer over a folded meter (spec 4.3); an envelope dsh cannot compare or price is refused with
+    rule ``message-shape`` and no seq (the fold read every event)."""
+    try:
+        m = measure_state(state, header)
+    except _SHAPE_ERRORS as exc:
+        return refusal(ModelError(f"the measurement has a shape dsh cannot read: {type(exc).__name__}: {exc}",
+                                  rule="message-shape"))
+    return {"total": m.total_tokens, "prices": [tokens for _, tokens in m.nodes],
+            "surface_tokens": m.surface_tokens, "baseline": {"kind": m.baseline.kind, "tokens": m.baseline.tokens}}
+
+
 UNIT_KEYS = (("tokenUsage", "usage"), ("contextBreakdown", "breakdown"), ("contextPressure", "pressure"))
 """Each projection unit and the reply key its value goes under."""
+UNITS = tuple(unit for unit, _ in UNIT_KEYS)
 
 _FOLD_ERRORS = (ModelError, KeyError, TypeError, IndexError, AttributeError)
+_SHAPE_ERRORS = _FOLD_ERRORS[1:]
 
 
 def _as_model_error(exc: Exception, event: Event) -> ModelError:

@@ -73,6 +73,8 @@ def sample_requests() -> list[tuple[str, dict]]:
     ev.requests += [("surface", {}), ("cuts", {}), ("measure", {}), ("projection", {}),
                     ("select_range", {"retain_tokens": 100}), ("select_range", {"retain_tokens": 0}),
                     ("closers", {}), ("rows", {})]  # the open turn's crash repair; the storage records
+    ev.requests += [("measure", {"header": {"config": {"provider": PROVIDER, "model": "other"}, "system": "be brief"}}),
+                    ("meter_replay", {"events": _handed(1, 0)}), ("meter_replay", {"events": _handed(0, 1), "header": None})]
     ev.requests.append(("append", {"event": {"type": "request/header", "data": {"header": {}, "reason": "fallback"}}}))
     ev.requests.append(("append", {"event": {"type": "user/message", "data": {}, "surfaceOp": {
         "op": "replace", "start": 999, "end": 999}}}))
@@ -85,6 +87,15 @@ def sample_requests() -> list[tuple[str, dict]]:
     ev.requests.append(("request_error", {"code": "CONTEXT_WINDOW_EXCEEDED"}))
     ev.requests += [("surface", {}), ("measure", {}), ("select_range", {"retain_tokens": 50})]
     return ev.requests + _after_turn()
+
+
+def _handed(start: int, end: int) -> list[dict]:
+    """A log handed to the meter (``meter_replay``, spec 4.2): two prompts, then a third replacing ``start``-``end``;
+    reversed, the meter cannot fold it and refuses at seq 2."""
+    def prompt(seq: int, op: object) -> dict:
+        return {"type": "user/message", "seq": seq, "time": 0, "surfaceOp": op, "data": {
+            "id": f"h-{seq}", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hi " * seq}]}}
+    return [prompt(0, "append"), prompt(1, "append"), prompt(2, {"op": "replace", "start": start, "end": end})]
 
 
 def _after_turn() -> list[tuple[str, dict]]:

@@ -53,7 +53,15 @@ FAULTS = {"type": ["object", "null"], "additionalProperties": False, "properties
 RESULT = {"oneOf": [{"type": "null"}, {"type": "object", "required": [
     "compactionId", "sourceCommandId", "startSeq", "summarySeq", "endSeq", "start", "end", "shadowedSeqs",
     "shadowedTokenCount"], "properties": {"shadowedSeqs": {"type": "array", "items": NAT}}}]}
-COMMON = {"generation": NAT, "appended": {"type": "array", "items": {"type": "string"}}}
+SUMMARY_REQUEST = {"type": "object", "additionalProperties": False,
+                   "required": ["provider", "model", "messages", "maxTokens", "purpose"],
+                   "properties": {"provider": {"type": "string"}, "model": {"type": "string"},
+                                  "messages": {"type": "array", "items": {"type": ["object", "null"]}},
+                                  "system": {"type": "string"}, "tools": {"type": "array"}, "maxTokens": INT,
+                                  "purpose": {"const": "compaction"}}}
+"""One request the summarizer received (spec 8.5), each message its role and content."""
+COMMON = {"generation": NAT, "appended": {"type": "array", "items": {"type": "string"}},
+          "requests": {"type": "array", "items": SUMMARY_REQUEST}}
 TOKEN_USAGE = {"oneOf": [{"type": "null"}, {"type": "object", "additionalProperties": False, "required": [
     "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"], "properties": {
     k: {"type": "number"} for k in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")}}]}
@@ -66,6 +74,21 @@ CONTEXT_PRESSURE = {"oneOf": [{"type": "null"}, {"type": "object", "additionalPr
     k: {"type": "number"} for k in ("contextWindow", "pressureTokens", "projectedTokens")}}]}
 """`projection {pressure: true}`: the `contextPressure` view (spec 5.2), each figure absent until known, null once
 that fold is stuck."""
+HEADER = {"oneOf": [{"type": "null"}, {"type": "object", "required": ["config"], "properties": {
+    "config": {"type": "object"}, "system": {"type": "string"}, "tools": {"type": "array"},
+    "adapterDefaults": {"type": "object"}}}]}
+"""`measure`'s and `meter_replay`'s optional EpochHeader (`request/header`'s `data.header`), priced in place of the
+latest logged one (spec 4.3 `measure(session, requestHeader?)`)."""
+LOGGED_EVENT = {
+    "type": "object", "required": ["type", "seq", "data"], "additionalProperties": False,
+    "properties": {"type": {"type": "string"}, "seq": NAT, "time": INT, "data": {},
+                   "surfaceOp": {"oneOf": [{"const": "append"}, {"type": "object", "required": ["op", "start", "end"],
+                                                                 "additionalProperties": False, "properties": {
+                                                                     "op": {"const": "replace"}, "start": NAT,
+                                                                     "end": NAT}}]},
+                   "sourceEventSeqs": {"type": "array", "items": NAT}, "ignorable": {}},
+}
+"""An event of a handed log (`meter_replay`): as `events` answers it, its seq its position (spec 1.1, 4.2)."""
 RUN_ARGS = {"summaries": SUMMARIES, "summary": {"oneOf": [{"type": "null"}, SUMMARY]}, "faults": FAULTS}
 
 
@@ -80,13 +103,20 @@ def _refusable(schema: dict) -> dict:
 REFUSED_UNITS = {"type": "array", "minItems": 1, "items": {"enum": ["tokenUsage", "contextBreakdown", "contextPressure"]}}
 """The projection units whose value (given beside) their own schema refuses: dsh's `snapshot()` throws on it."""
 
+UNIT_CHANGES = {"type": "object", "additionalProperties": False,
+                "required": ["tokenUsage", "contextBreakdown", "contextPressure"],
+                "properties": {unit: {"type": ["integer", "null"], "minimum": 0}
+                               for unit in ("tokenUsage", "contextBreakdown", "contextPressure")}}
+"""The seq at which each projection unit's state reference last changed (its registry's change feed), or null."""
+
 LOGGED = {"type": "array", "items": _obj(("level", "text"), level={"enum": ["info", "warn"]}, text={"type": "string"})}
 """What the listener wrote to its logger during the op, in order (spec 9.3, 10.2)."""
 
 ARGS: dict[str, dict] = {
     "hello": _obj(), "bench": _obj(("sizes",), True, sizes={"type": "array", "items": NAT}, appends=NAT),
-    "reset": _obj(), "append": _obj(("event",), event=EVENT), "surface": _obj(), "cuts": _obj(),
-    "measure": _obj(),
+    "reset": _obj(), "append": _obj(("event",), event=EVENT), "surface": _obj(), "cuts": _obj(seqs={"type": "array", "items": INT}),
+    "measure": _obj(header=HEADER),
+    "meter_replay": _obj(("events",), events={"type": "array", "items": LOGGED_EVENT}, header=HEADER),
     "projection": _obj(usage={"type": "boolean"}, breakdown={"type": "boolean"}, pressure={"type": "boolean"}),
     "events": _obj(**{"from": NAT}),
     "select_range": _obj(("retain_tokens",), retain_tokens=NAT),
@@ -110,6 +140,11 @@ ARGS: dict[str, dict] = {
     "closers": _obj(), "rows": _obj(), "decode": _obj(("record",), record={}),
 }
 
+MEASUREMENT = {"oneOf": [_obj(("total", "prices"), True, total=NAT, prices={"type": "array", "items": NAT},
+                               surface_tokens=INT, baseline=_obj(("kind", "tokens"), kind={"enum": [
+                                   "usage", "estimated", "none"]}, tokens=INT)), REFUSAL]}
+"""`TokenMeter.measure()`'s answer (spec 4.3), or the refusal of a meter that cannot fold the log (spec 4.2)."""
+
 RESULTS: dict[str, dict] = {
     "hello": _obj(("protocol", "name", "levels"), True, protocol={"const": PROTOCOL}, name={"type": "string"},
                   levels={"type": "array", "minItems": 1, "items": {"enum": list(LEVELS)}},
@@ -121,15 +156,17 @@ RESULTS: dict[str, dict] = {
     "surface": _obj(("nodes", "generation"), nodes={"type": "array", "items": NAT}, generation=NAT),
     "events": _obj(("events",), events={"type": "array", "items": _obj(("type", "seq", "time", "data"), True,
                                                                          type={"type": "string"}, seq=NAT)}),
-    "cuts": _refusable(_obj(("balanced",), balanced={"type": "array", "minItems": 1, "items": {"type": "boolean"}})),
-    "measure": _refusable(_obj(("total", "prices"), True, total=NAT, prices={"type": "array", "items": NAT},
-                               surface_tokens=INT, baseline=_obj(("kind", "tokens"), kind={"enum": [
-                                   "usage", "estimated", "none"]}, tokens=INT))),
+    "cuts": _refusable({"oneOf": [
+        _obj(("balanced",), balanced={"type": "array", "minItems": 1, "items": {"type": "boolean"}}, reads=NAT),
+        _obj(("before", "after"), before={"type": "array", "items": {"type": "boolean"}},
+             after={"type": "array", "items": {"type": "boolean"}}, reads=NAT)]}),
+    "measure": MEASUREMENT,
+    "meter_replay": MEASUREMENT,
     "projection": {"oneOf": [_obj(("total",), total=INT, usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN,
-                                  pressure=CONTEXT_PRESSURE, refused=REFUSED_UNITS),
+                                  pressure=CONTEXT_PRESSURE, refused=REFUSED_UNITS, changed=UNIT_CHANGES),
                              _obj(("total", "error"), total={"type": "null"}, error=REFUSAL["properties"]["error"],
                                   usage=TOKEN_USAGE, breakdown=CONTEXT_BREAKDOWN, pressure=CONTEXT_PRESSURE,
-                                  refused=REFUSED_UNITS)]},
+                                  refused=REFUSED_UNITS, changed=UNIT_CHANGES)]},
     "select_range": _refusable(_obj(("range",), range={"oneOf": [{"type": "null"}, _obj(
         ("start", "end"), start=NAT, end=NAT)]})),
     "prune": _refusable(_obj(("kind", "pruned", "failure", "generation", "appended"),
@@ -155,7 +192,10 @@ RESULTS: dict[str, dict] = {
                                       kind={"enum": ["success", "error"]},
                                       code={"enum": ["success", "nothing", "usage", "busy", "cancelled", "changed",
                                                      "summary", "commit", "persistence", "aborted"]},
-                                      text={"type": "string"}, sourceEventSeq=SEQ_OR_NULL, **COMMON)),
+                                      text={"type": "string"}, sourceEventSeq=SEQ_OR_NULL,
+                                      compact_now={"oneOf": [{"type": "null"}, _obj(
+                                          ("result", "failure", "cause"), result=RESULT, failure=FAILURE,
+                                          cause=FAILURE)]}, **COMMON)),
     "reload": _refusable(_obj(("generation", "appended"), **COMMON)),
     "closers": _refusable(_obj(("closers",), closers={"type": "array", "items": _obj(
         ("type", "seq", "time", "data"), True, type={"enum": ["tool/result", "step/end", "turn/end"]}, seq=NAT)})),

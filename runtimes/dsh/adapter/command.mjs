@@ -3,7 +3,7 @@
 // The world: the caller's (UI) signal, an agent that is busy when `agent_idle` is false.
 import { ProtocolError } from './refusal.mjs';
 import { req } from './compaction.mjs';
-import { parseFaults } from './failures.mjs';
+import { failureOf, parseFaults, resultJson } from './failures.mjs';
 import { parseScripts } from './summarizer.mjs';
 
 /** Plug dsh's command plane into the world's ctx (called from Composition.compose). */
@@ -25,6 +25,11 @@ export function commandOps(world, comp) {
       const scripts = parseScripts(args, ProtocolError);
       const faults = parseFaults(args, ProtocolError);
       const agent = comp.agent;
+      // dsh's executor mints the command id; the protocol names it `command_id`, else cmd-<seq of its command/run>
+      const protocolCommandId = (minted) => {
+        const run = world.session.events.findLast((e) => e.type === 'command/run' && e.data.commandId === minted);
+        return run === undefined ? minted : (args.command_id ?? `cmd-${run.seq}`);
+      };
       const line = raw.length === 0 || /^[\t\n\r ]/u.test(raw) ? `/compact${raw}` : `/compact ${raw}`;
       let settled = null;
       let thrown = null;
@@ -51,19 +56,23 @@ export function commandOps(world, comp) {
           if (!idle) agent.phase = idlePhase;
         }
       });
+      // what compactNow settled with (spec 11.2): its result, or the error it threw and that error's cause
+      const last = record.at(-1);
+      const now = last === undefined ? null : { result: resultJson(last.result ?? null),
+        failure: failureOf(comp, last.error ?? null), cause: failureOf(comp, last.error?.cause ?? null) };
+      if (now?.result?.sourceCommandId != null) now.result.sourceCommandId = protocolCommandId(now.result.sourceCommandId);
       if (settled === null || settled === undefined) {
         const text = thrown instanceof Error ? thrown.message : String(thrown);
-        return { kind: 'error', code: 'aborted', text, sourceEventSeq: null, ...common };
+        return { kind: 'error', code: 'aborted', text, sourceEventSeq: null, compact_now: now, ...common };
       }
       const { kind, text = null } = settled.result;
       const sourceEventSeq = settled.result.sourceEventSeq ?? null;
-      const last = record.at(-1);
       let code;
       if (kind === 'success') code = sourceEventSeq === null ? 'nothing' : 'success';
       else if (last === undefined) code = 'usage';
       else if (last.error instanceof ManualCompactionError && !last.aborted) code = last.error.code;
       else code = 'aborted';
-      return { kind, code, text, sourceEventSeq, ...common };
+      return { kind, code, text, sourceEventSeq, compact_now: now, ...common };
     },
   };
 }

@@ -8,6 +8,15 @@ import { plugCommands } from './command.mjs';
 const AGENT_OPTIONS = { provider: 'model', model: 'model-summarizer' }; // a new session's AgentOptions provider/model
 
 /** An injected append failure of the outside world (spec 8.3; the model's `_AppendRefused`). */
+/** The summary request dsh streamed (spec 8.5) as the protocol answers it: without the session id and the signal,
+ * each message its role and content (ids and sources carry ids dsh mints). */
+function requestJson(options) {
+  const { sessionId, signal, ...rest } = options;
+  const copy = JSON.parse(JSON.stringify(rest));
+  copy.messages = copy.messages.map((m) => (m === null ? null : { role: m.role, content: m.content }));
+  return copy;
+}
+
 export class AppendRefused extends Error {}
 
 const FAULT_KEY = (type, data, opts) => {
@@ -158,17 +167,18 @@ export class Composition {
     const starts0 = this.starts;
     const fromQueue = scripts === null;
     const caller = new AbortController();
-    this.op = { scripts: scripts ?? this.queue, starts0, faults, caller, agent: null, record: [], regions: [], maintenance: [], handlers: [], concurrent: false };
+    this.op = { scripts: scripts ?? this.queue, starts0, faults, caller, agent: null, record: [], regions: [], maintenance: [], handlers: [], concurrent: false, requests: [] };
     this.warnings.length = 0;
     this.logged.length = 0;
     let value;
+    const { requests } = this.op;
     try {
       value = await body(this.op);
     } finally {
       this.op = null;
     }
     if (fromQueue) this.queue = this.queue.slice(this.starts - starts0);
-    return [value, { generation: session.surface.replaceGeneration, appended: session.events.slice(before).map((e) => e.type) }];
+    return [value, { generation: session.surface.replaceGeneration, appended: session.events.slice(before).map((e) => e.type), requests }];
   }
 
   scriptNow() {
@@ -179,6 +189,7 @@ export class Composition {
 
   streamSummary(options) {
     const op = this.op;
+    if (op) op.requests.push(requestJson(options));
     const script = op ? this.scriptNow() : DEFAULT_SCRIPT;
     return streamScript(script, options, {
       appendConcurrent: (entry) => this.appendConcurrent(entry),

@@ -2,12 +2,39 @@
 // `toolPairingBalancedBefore/After`, `TokenMeter.measure()`, the `contextPressure` projection unit.
 import { setClock, clock } from './clock.mjs';
 import { ProtocolError, appendRefusal, foldError, pairingRefusal, METER, meterStuckSeq } from './refusal.mjs';
+import { measurement, requestHeader } from './meter.mjs';
 
 const EVENT_KEYS = new Set(['type', 'data', 'time', 'surfaceOp', 'sourceEventSeqs']);
 
 export function logOps(world) {
   const dsh = world.dsh.mods;
   const compaction = dsh['dsh-compaction'];
+
+  let seen = null;
+  /** The `cuts` reader: one proxy per session (a new one after reset and reload), counting log reads. */
+  function reader() {
+    const session = world.session;
+    if (seen?.session === session) return seen;
+    const counter = { reads: 0 };
+    const events = (log) => new Proxy(log, {
+      get(target, key) {
+        if (typeof key === 'string' && /^\d+$/.test(key)) counter.reads += 1;
+        return Reflect.get(target, key);
+      },
+    });
+    const proxy = new Proxy(session, {
+      get(target, key) {
+        if (key === 'events') {
+          counter.reads += 1;
+          return events(target.events);
+        }
+        const value = Reflect.get(target, key, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    seen = { session, proxy, counter };
+    return seen;
+  }
 
   function appendEvent(event) {
     if (event === null || typeof event !== 'object' || Array.isArray(event)) throw new ProtocolError('bad-args', "argument 'event' must be a JSON object");
@@ -53,24 +80,37 @@ export function logOps(world) {
       const surface = world.session.surface;
       return { nodes: [...surface.nodes], generation: surface.replaceGeneration };
     },
-    cuts() {
-      const session = world.session;
+    /** toolPairingBalancedBefore/After (spec 3) through a reader of the session's own: a proxy whose log reads
+     * are counted (`session.events`, then each event read from it), as dsh's own tool-pairing test counts them;
+     * dsh keeps its balance cache per session object, so the reader's cache is the reader's alone. */
+    cuts(args) {
+      const probe = args.seqs;
+      if (probe !== undefined && probe !== null && (!Array.isArray(probe) || probe.some((s) => !Number.isInteger(s)))) {
+        throw new ProtocolError('bad-args', 'seqs is a list of integers');
+      }
+      const { session, proxy, counter } = reader();
       const nodes = session.surface.nodes;
+      if ((probe === undefined || probe === null) && nodes.length === 0) return { balanced: [true], reads: 0 };
+      const before = counter.reads;
       try {
-        if (nodes.length === 0) return { balanced: [true] };
-        const balanced = nodes.map((seq) => compaction.toolPairingBalancedBefore(session, seq));
-        balanced.push(compaction.toolPairingBalancedAfter(session, nodes.at(-1)));
-        return { balanced };
+        if (probe === undefined || probe === null) {
+          const balanced = nodes.map((seq) => compaction.toolPairingBalancedBefore(proxy, seq));
+          balanced.push(compaction.toolPairingBalancedAfter(proxy, nodes.at(-1)));
+          return { balanced, reads: counter.reads - before };
+        }
+        const at = probe.map((seq) => [compaction.toolPairingBalancedBefore(proxy, seq),
+          compaction.toolPairingBalancedAfter(proxy, seq)]);
+        return { before: at.map(([b]) => b), after: at.map(([, a]) => a), reads: counter.reads - before };
       } catch (err) {
         return pairingRefusal(err);
       }
     },
-    measure() {
+    /** `TokenMeter.measure(session, requestHeader?)` (spec 4.3); `header` in place of the latest logged one. */
+    measure(args = {}) {
       const session = world.session;
+      const header = requestHeader(args);
       try {
-        const m = world.ctx.tokenMeter.measure(session);
-        return { total: m.totalTokens, prices: m.nodes.map((n) => n.tokens), surface_tokens: m.surfaceTokens,
-          baseline: { kind: m.baseline.kind, tokens: m.baseline.tokens } };
+        return measurement(world.ctx.tokenMeter.measure(session, header));
       } catch (err) {
         // A fold error names the unread event (the meter stays there, spec 4.2); an error assembling the
         // measurement after every event was folded (headerEquals over a header dsh cannot compare) names none.
@@ -102,6 +142,10 @@ export function logOps(world) {
       }
       if (breakdown) reply.breakdown = valueOf('contextBreakdown'); // breakdown-projection.ts (spec 5.2)
       if (occupancy) reply.pressure = valueOf('contextPressure'); // spec 5.2's view
+      if (usage || breakdown || occupancy) {
+        reply.changed = Object.fromEntries(['tokenUsage', 'contextBreakdown', 'contextPressure']
+          .map((key) => [key, world.units[key].changedAt]));
+      }
       if (refused.length > 0) reply.refused = refused;
       return reply;
     },

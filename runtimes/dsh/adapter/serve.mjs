@@ -8,12 +8,13 @@ import { install as installClock } from './clock.mjs';
 import { World } from './world.mjs';
 import { ProtocolError } from './refusal.mjs';
 import { logOps } from './log.mjs';
+import { meterOps } from './meter.mjs';
 import { storageOps } from './storage.mjs';
 import { strykerHooks } from './stryker.mjs';
 
 const PROTOCOL = 'surfacecheck-runtime/1';
 const OPS_BY_LEVEL = {
-  log: ['reset', 'append', 'surface', 'cuts', 'measure', 'projection', 'events'],
+  log: ['reset', 'append', 'surface', 'cuts', 'measure', 'projection', 'events', 'meter_replay'],
   compaction: ['select_range', 'prune', 'compact'],
   policy: ['configure', 'pre_step', 'request_error', 'manual_compact', 'reload'],
 };
@@ -43,7 +44,7 @@ async function main() {
   const world = new World(dsh);
   await world.open();
   stryker?.started();
-  const handlers = { ...logOps(world), ...storageOps(world) };
+  const handlers = { ...logOps(world), ...meterOps(world), ...storageOps(world) };
   const levels = ['log'];
   for (const [level, path] of [['compaction', './compaction.mjs'], ['policy', './policy.mjs']]) {
     const ops = await optional(path, world);

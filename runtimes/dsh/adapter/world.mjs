@@ -29,7 +29,7 @@ export class World {
     for (const key of UNITS) {
       const reg = ctx.sessionProjections.registrations.get(key);
       if (!reg) throw new Error(`dsh's token meter registered no '${key}' projection unit`);
-      this.units[key] = { def: reg.def, state: reg.def.init(), error: null };
+      this.units[key] = { def: reg.def, state: reg.def.init(), error: null, changedAt: null };
     }
     ctx.on('session/event', (session, event) => {
       if (session === this.session) this.observe(event);
@@ -44,7 +44,10 @@ export class World {
     for (const unit of Object.values(this.units)) {
       if (unit.error) continue;
       try {
-        unit.state = unit.def.apply(unit.state, event);
+        const next = unit.def.apply(unit.state, event);
+        // the registry's change feed (`onChanged`) fires when the reference changes (spec 5.2)
+        if (!Object.is(next, unit.state)) unit.changedAt = event.seq;
+        unit.state = next;
       } catch (err) {
         unit.error = foldError(err, event.seq, CLAIM);
       }

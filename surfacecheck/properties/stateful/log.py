@@ -14,6 +14,7 @@ from hypothesis.stateful import Bundle, consumes, multiple, precondition, rule
 from surfacecheck.model.estimate import estimate_header
 
 from . import events as ev
+from . import meter_logs
 from .base import LockstepMachine
 
 
@@ -30,6 +31,10 @@ UNMATCHED = ("no step open", "another turn", "another step")
 """How a step event misses the open step (spec 4.2's check: none open, or its turn or its step differs)."""
 UNMATCHED_AFTER = 24
 """Events an example holds before it may write an unmatched step event (which leaves the meter stuck)."""
+REPLAY_AFTER = 16
+"""Events an example holds before the meter is handed its log (a log of a few steps has answers and replaces)."""
+LIVE_HEADERS = ("the logged header", "another header")
+"""The headers the live session is measured under (spec 4.3: the anchor holds under the logged one only)."""
 
 
 class LogMachine(LockstepMachine):
@@ -183,6 +188,23 @@ class LogMachine(LockstepMachine):
                  ev.assistant_message(turn, step, self.fresh("a"), text, []))
         self.append(event, f"{what} {turn}/{step} with {which}: the meter finds no matching step/start")
 
+    @precondition(lambda self: self.level == "log" and len(self.events) >= REPLAY_AFTER
+                  and self.model_meter() is not None)
+    @rule()
+    def meter_replay(self):
+        """The meter handed the session's log (spec 4.2-4.3, :mod:`.meter_logs`): as logged, under the logged or
+        another header, or changed in one thing it reads that no append lets through, on which it must fail loud; or
+        the live session measured under a header (`measure(session, requestHeader)`). The state picks which."""
+        kind = self.pick("meter replay", LIVE_HEADERS + meter_logs.KINDS)
+        if kind in LIVE_HEADERS:
+            events = self.ask("events", {"from": 0}).get("events", [])
+            header = meter_logs.logged_header(events) if kind == LIVE_HEADERS[0] else meter_logs.ANOTHER_HEADER
+            self.do("measure", {"header": header}, f"measure the session with {kind}")
+            return
+        log, header, label = meter_logs.handed(self.ask("events", {"from": 0}).get("events", []), self.surface(), kind)
+        self.do("meter_replay", {"events": log, **({} if header is None else {"header": header})},
+                f"the meter handed {label}")
+
     @rule(window=st.sampled_from(ev.WINDOWS), model=st.sampled_from(ev.MODELS))
     def request_context(self, window, model):
         """The loop records the route and capacity of a request (spec 4.4): read only by `contextPressure`."""
@@ -276,10 +298,21 @@ class LogMachine(LockstepMachine):
             seq = self.append(ev.metering("compaction/summary", start, claimed, shadowed, tokens, cid),
                               f"compaction/summary: shadow price {tokens} for {start}-{claimed}")
             cites = ([seq] if seq is not None else []) + cites
-        self.append(ev.checkpoint(self.fresh("u"), summary, start, end, cites, cid),
-                    f"checkpoint replaces positions {i}..{j}")
+        checkpoint = self.append(ev.checkpoint(self.fresh("u"), summary, start, end, cites, cid),
+                                 f"checkpoint replaces positions {i}..{j}")
+        if checkpoint is not None:
+            self.probe_cuts(checkpoint, start)
         if bracket:
             self.append({"type": "compaction/end", "data": {"compactionId": cid, "turn": None}}, "compaction/end")
+
+    def probe_cuts(self, node: int, shadowed: int) -> None:
+        """`toolPairingBalancedBefore/After` asked of single seqs (spec 3): a node on the surface, or that node and a
+        seq the replace just shadowed, which is no longer on the surface ("not found")."""
+        if self.pick("cut probe", ("on the surface", "shadowed")) == "shadowed":
+            self.do("cuts", {"seqs": [node, shadowed]}, f"the cuts around {node}, then around shadowed {shadowed}: "
+                                                        "not found")
+        else:
+            self.do("cuts", {"seqs": [node]}, f"the cuts before and after {node}")
 
     # -- appends the session refuses (spec 1.3-1.4) --------------------------------------------------
     @rule(kind=st.sampled_from(("missing-start", "op-on-log-only", "no-marker", "future-cite")))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from surfacecheck.model.errors import CompactionError, ModelError
+from surfacecheck.model.estimate import canonical_header
 from surfacecheck.model.prune_content import measure_content, prune_content
 
 from .events import derive_message, price_message
@@ -160,6 +161,8 @@ class Compactor:
         from surfacecheck.model.summarizer import SummarizationInput
 
         header = self.rt.tracker.header or {}
+        if isinstance(header, dict):  # `session.requestHeader()` is canonical: an empty system or tool list is absent
+            header = canonical_header(header)
         messages = tuple(m for m in (derive_message(self.rt.session.log[seq]) for seq in shadowed) if m is not None)
         tools = header.get("tools")
         return SummarizationInput(header.get("system"), tuple(tools) if tools is not None else None, messages)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from surfacecheck.model.errors import AbortError, ManualCompactionError, ModelError, TargetPressureConfigError
+from surfacecheck.model.summary_request import recording
 
 from ...core.protocol import ProtocolError, bind_level_ops
 from ..codec import (agent_options, claimed_messages, configure_args, context_sections, fault_fields, refusal, require,
@@ -69,11 +70,12 @@ class LevelOps:
         scripts = Scripts(tracker, own if own is not None else self.queue)
         before, starts = len(self.rt.session.log), tracker.starts
         self.rt.engine.logged = []
-        value = body(scripts, faults)
+        with recording() as requests:
+            value = body(scripts, faults)
         if own is None:
             self.queue = self.queue[tracker.starts - starts:]
         return value, {"generation": self.rt.session.generation,
-                       "appended": [event["type"] for event in self.rt.session.log[before:]]}
+                       "appended": [event["type"] for event in self.rt.session.log[before:]], "requests": requests}
 
     # -- compaction level ---------------------------------------------------------------------------
     def select_range(self, args: dict) -> dict:
@@ -198,7 +200,7 @@ class LevelOps:
         except ModelError as exc:
             return refusal(exc)
         return {"kind": result["kind"], "code": command_code(result), "text": result["text"],
-                "sourceEventSeq": result["sourceEventSeq"], **common}
+                "sourceEventSeq": result["sourceEventSeq"], "compact_now": result["compact_now"], **common}
 
     def reload(self, args: dict) -> dict:
         try:

@@ -4,7 +4,8 @@ State: ``generation``, ``balanced`` (N+1 cut flags, ``balanced[0]`` is the head)
 (open tool calls after the last processed node) and ``processed`` (nodes folded). :meth:`refresh`
 rebuilds from the empty state when the surface generation changed (or the cache saw more nodes than
 the surface has), extends over unseen tail nodes when the surface grew within a generation, and
-otherwise reuses the cache without reading any event. Extension is transactional: a count below
+otherwise reuses the cache without reading any event; ``reads`` counts the log reads a refresh makes (the log
+once, then each folded node's event). Extension is transactional: a count below
 zero raises and leaves the cache as it was (so retries fail identically).
 
 Override points (``bugs.py``): :meth:`_needs_rebuild`, :meth:`_rebuild_pairing_cache`,
@@ -28,6 +29,7 @@ class PairingCache:
         self.running = 0
         self.processed = 0
         self.ops = 0
+        self.reads = 0
 
     def refresh(self, nodes: list[int], generation: int, event_at: Callable[[int], dict | None]) -> list[bool]:
         """Bring the cache up to the current surface; returns the N+1 cut balances."""
@@ -53,7 +55,9 @@ class PairingCache:
     def _fold(self, balanced: list[bool], running: int, nodes: list[int], start: int, event_at) -> tuple[list, int]:
         """Validate the tail first, then return the extended flags (the caller commits)."""
         added = []
+        self.reads += 1
         for seq in nodes[start:]:
+            self.reads += 1
             event = event_at(seq)
             if event is None or event.get("seq") != seq:
                 raise ToolPairingError(f"tool-pairing balance: surface seq {seq} has no matching session event"
@@ -72,6 +76,13 @@ class PairingCache:
             balanced.extend(added)  # in place: the old prefix is still valid within a generation
             return balanced, running
         return balanced + added, running
+
+    def index(self, nodes: list[int], seq: int) -> int:
+        """The position of ``seq`` on the surface the cache was refreshed to (`cutBalance`)."""
+        try:
+            return nodes.index(seq)
+        except ValueError:
+            raise ToolPairingError(f"tool-pairing balance: surface seq {seq} not found", seq=seq) from None
 
     @staticmethod
     def _cut_balanced(running: int) -> bool:

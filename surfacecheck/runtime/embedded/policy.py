@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from surfacecheck.model.config import resolve_compact_spec, resolve_target_policy
 from surfacecheck.model.errors import AbortError, CompactionError, ManualCompactionError, ModelError, TargetPressureConfigError
+from surfacecheck.model.manual import AGENT_ID
 from surfacecheck.model.summarizer import AGENT_OPTIONS
 
-from ..codec import command_raw_input
+from ..codec import command_raw_input, compact_now_json
 from .compaction import NO_FAULTS, Compactor
 from .transaction import TxOptions, TxOutcome
 
@@ -243,7 +244,8 @@ class Engine:
             return TxOutcome(error=AbortError(), aborted=True)
         if not agent_idle:
             return TxOutcome(error=ManualCompactionError(
-                "busy", "manual compaction requires an idle agent with no waking queued work"))
+                "busy", "manual compaction requires an idle agent with no waking queued work",
+                cause=CompactionError(f'agent "{AGENT_ID}" already has active work')))
         if span is False:
             span = self._compactor().select_range(0)
         if span is None:
@@ -259,7 +261,7 @@ class Engine:
                         agent_idle: bool) -> dict:
         """`/compact` (spec 11.1): `command/run`, the handler, `command/done`; the command's result."""
         if caller_aborted:
-            return {"kind": "error", "text": AbortError().reason, "sourceEventSeq": None}
+            return {"kind": "error", "text": AbortError().reason, "sourceEventSeq": None, "compact_now": None}
         session = self.rt.session
         span, thrown = False, None
         if not raw.strip() and agent_idle:  # select before writing: a shape refusal leaves the log untouched
@@ -271,7 +273,8 @@ class Engine:
                                        "source": {"kind": "user"}})
         if thrown is not None and not raw.strip():  # the executor settles command/done error and rejects
             session.append("command/done", {"commandId": command_id, "kind": "error", "text": thrown.message})
-            return {"kind": "error", "text": thrown.message, "sourceEventSeq": None}
+            return {"kind": "error", "text": thrown.message, "sourceEventSeq": None,
+                    "compact_now": compact_now_json(None, thrown)}
         settled_early = []
 
         def settle_on_abort() -> None:  # dsh-commands' withAbort: command/done before the error close (D5)
@@ -279,10 +282,11 @@ class Engine:
             session.append("command/done", {"commandId": command_id, "kind": "error", "text": AbortError().reason})
 
         if raw.strip():
-            result = {"kind": "error", "text": "Usage: /compact (no arguments)", "sourceEventSeq": None}
+            result = {"kind": "error", "text": "Usage: /compact (no arguments)", "sourceEventSeq": None,
+                      "compact_now": None}
         else:
-            result = command_result(self.compact_now(scripts, faults, command_id, False, agent_idle, span,
-                                                     settle_on_abort))
+            now = self.compact_now(scripts, faults, command_id, False, agent_idle, span, settle_on_abort)
+            result = {**command_result(now), "compact_now": compact_now_json(now.result, now.error)}
         if settled_early:
             return result
         done = {"commandId": command_id, "kind": result["kind"], "text": result["text"]}

@@ -13,7 +13,8 @@ from surfacecheck.model.errors import ModelError
 
 from ...core.protocol import PROTOCOL, ProtocolError, announced_ops, dispatch
 from ..storage import storage_ops
-from ..codec import breakdown_requested, event_kwargs, events_from, pressure_requested, refusal, usage_requested
+from ..meter_log import handed_log, request_header
+from ..codec import breakdown_requested, cut_probe, event_kwargs, events_from, pressure_requested, refusal, usage_requested
 from .compaction import Compactor
 from .context import ContextRetention
 from .meter import IncrementalMeter
@@ -71,7 +72,7 @@ class EmbeddedRuntime:
     def __init__(self) -> None:
         self._ops: dict[str, Callable[[dict], dict]] = {
             "reset": self._reset, "append": self._append, "surface": self._surface, "events": self._events, "cuts": self._cuts,
-            "measure": self._measure, "projection": self._projection,
+            "measure": self._measure, "projection": self._projection, "meter_replay": self._meter_replay,
             **storage_ops(lambda: self.session.log),  # pure functions of the log, shared with the model
         }
         from . import levels  # compaction + policy ops
@@ -99,6 +100,7 @@ class EmbeddedRuntime:
         self.meter = self.meter_class()
         self.projection = self.projection_class()
         self.pairing = self.pairing_class()
+        self.reader = self.pairing_class()  # the `cuts` reader's own balance cache (dsh keeps one per session object)
         self.tracker = self.tracker_class()
         self.context = self.context_class()
         self.usage = UsageTotals()
@@ -106,11 +108,24 @@ class EmbeddedRuntime:
         self.occupancy = Occupancy()
         self.meter_error: ModelError | None = None
         self.projection_error: ModelError | None = None
+        self.changed_at: dict[str, int | None] = dict.fromkeys(UNITS)  # the last seq each unit's state changed at
         if reopen_engine:
             self.engine.reopen()
         for event in session.log:
             self._observe(event)
         session.listeners.append(self._observe)
+
+    def _unit_states(self) -> tuple:
+        """Each projection unit's state as dsh keeps it (spec 5.2), None once stuck: `tokenUsage` its totals and last
+        sample; `contextBreakdown` and `contextPressure` their own figures beside the claim fold's total and claim."""
+        fold = None if self.projection_error is not None else (self.projection.running_total, self.projection.claim)
+        usage = None if self.usage.error is not None else (tuple(self.usage.totals.values()), self.usage.last)
+        parts = None if fold is None or self.composition.error is not None else (
+            self.composition.system_tokens, self.composition.tools_tokens, fold)
+        occupancy = self.occupancy
+        pressure = None if fold is None or occupancy.error is not None else (
+            occupancy.context_window, occupancy.pressure_tokens, occupancy.sampled_at, fold)
+        return usage, parts, pressure
 
     def raise_meter_error(self) -> None:
         """`measure(session)` fails while the meter is stuck (spec 4.2)."""
@@ -124,6 +139,7 @@ class EmbeddedRuntime:
                 self.meter.observe(event)
             except FOLD_ERRORS as exc:
                 self.meter_error = as_model_error(exc, event)
+        before = self._unit_states()
         self.occupancy.observe(event, None if self.projection_error else self.projection.running_total)
         if self.projection_error is None:
             try:
@@ -133,6 +149,9 @@ class EmbeddedRuntime:
         self.tracker.observe(event)
         self.usage.observe(event)
         self.composition.observe(event)
+        for unit, old, new in zip(UNITS, before, self._unit_states()):
+            if old is not None and new is not None and new != old:
+                self.changed_at[unit] = event["seq"]
         self.context.observe(event)
         self.engine.observe(event)
 
@@ -169,17 +188,41 @@ class EmbeddedRuntime:
         return {"nodes": list(self.session.surface.nodes), "generation": self.session.generation}
 
     def _cuts(self, args: dict) -> dict:
+        """The N+1 cuts (spec 3), or with ``seqs`` the cuts before and after those seqs, through the reader's own
+        cache: ``reads`` is the log reads its refresh made."""
+        probe = cut_probe(args)
+        surface = self.session.surface
+        if probe is None and not surface.nodes:
+            return {"balanced": [True], "reads": 0}
+        before = self.reader.reads
         try:
-            return {"balanced": list(self.current_cuts())}
+            balanced = list(self.reader.refresh(surface.nodes, surface.generation, self.session.event_at))
+            reads = self.reader.reads - before
+            if probe is None:
+                return {"balanced": balanced, "reads": reads}
+            where = [self.reader.index(surface.nodes, seq) for seq in probe]
+            return {"before": [balanced[i] for i in where], "after": [balanced[i + 1] for i in where], "reads": reads}
         except ModelError as exc:
             return refusal(exc)
 
     def _measure(self, args: dict) -> dict:
+        """`measure(session, requestHeader?)` (spec 4.3); ``header`` in place of the latest logged envelope."""
+        header = request_header(args)
         if self.meter_error is not None:
             return refusal(self.meter_error)
-        m = self.meter.measure()
-        return {"total": m["total"], "prices": self.meter.prices, "surface_tokens": m["surface_tokens"],
-                "baseline": m["baseline"]}
+        return measured(self.meter, header)
+
+    def _meter_replay(self, args: dict) -> dict:
+        """`measure({events}, requestHeader?)` over a handed log (spec 4.2-4.3): a meter of its own folds it from
+        seq 0 and refuses the first event it cannot fold, as the live meter would; the session is not read."""
+        log, header = handed_log(args), request_header(args)
+        meter = self.meter_class()
+        for event in log:
+            try:
+                meter.observe(event)
+            except FOLD_ERRORS as exc:
+                return refusal(as_model_error(exc, event))
+        return measured(meter, header)
 
     def _projection(self, args: dict) -> dict:
         """The running total (spec 5.1); with ``usage: true`` also the `tokenUsage` buckets, with ``breakdown:
@@ -196,6 +239,8 @@ class EmbeddedRuntime:
             reply["breakdown"] = self.composition.report(reply["total"])
         if pressure_requested(args):
             reply["pressure"] = self.occupancy.report(reply["total"])
+        if with_usage or with_breakdown or pressure_requested(args):
+            reply["changed"] = dict(self.changed_at)
         refused = [unit for unit, key, positive in SCHEMAS if isinstance(reply.get(key), dict) and any(
             not isinstance(v, int) or v < (1 if name in positive else 0) for name, v in reply[key].items())]
         if refused:  # the value a unit's schema refuses (dsh's snapshot() throws on it, spec 5.2)
@@ -203,8 +248,21 @@ class EmbeddedRuntime:
         return reply
 
 
+def measured(meter: IncrementalMeter, header: dict | None) -> dict:
+    """`measure`'s answer over a meter that folded every event (spec 4.3); an envelope dsh cannot compare or price
+    is refused with rule ``message-shape`` and no seq."""
+    try:
+        m = meter.measure(header)
+    except (KeyError, TypeError, IndexError, AttributeError) as exc:
+        return refusal(ModelError(f"the measurement has a shape dsh cannot read: {type(exc).__name__}: {exc}",
+                                  rule="message-shape"))
+    return {"total": m["total"], "prices": meter.prices, "surface_tokens": m["surface_tokens"],
+            "baseline": m["baseline"]}
+
+
 SCHEMAS = (("tokenUsage", "usage", ()), ("contextBreakdown", "breakdown", ()),
            ("contextPressure", "pressure", ("contextWindow",)))
 """Each projection unit, its reply key, the fields its schema wants positive (the others: non-negative integers)."""
+UNITS = tuple(unit for unit, _, _ in SCHEMAS)
 
 __all__ = ["EmbeddedRuntime"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from surfacecheck.model.errors import (AbortError, CompactionError, ManualCompactionError, ModelError, SummarizerError,
                                        SurfaceChangedError)
 from surfacecheck.model.summarizer import NO_TARGET, checkpoint_message, run_script
+from surfacecheck.model.summary_request import record_request, summary_request
 
 from .compaction import NO_FAULTS, AppendRefused, Faults, Selection
 from .events import price_message
@@ -96,6 +97,7 @@ class Transaction:
             shadowed_tokens = sum(tokens for _, tokens in selected)
             inp = self.compactor.summarization_input(selection.shadowed)
             route = self.summary_route(options.summarization)
+            record_request(summary_request(inp.system, inp.tools, inp.messages, *route, options.max_tokens))
             self.concurrent_appends(script)
             if script.outcome in ("cancel", "agent-cancel"):
                 caller_aborted, agent_aborted = True, script.outcome == "agent-cancel"
@@ -141,7 +143,7 @@ class Transaction:
         flush_failure = None
         if closed and manual:
             if self.faults.flush_fails:
-                flush_failure = ModelError("flush failed (injected fault)")
+                flush_failure = CompactionError("flush failed (injected fault)")  # a plain Error, as a store throws
             if self.faults.cancel_during_flush:
                 caller_aborted = True
                 if options.on_caller_abort is not None:
