@@ -142,6 +142,18 @@ class Summarized:
     usage: dict | None
 
 
+def call_provenance(summarized: Summarized, hook: str) -> dict:
+    """What `compaction/summary` records of the summarizer's call beside the summary and its route (spec 8.2 step 13,
+    `commitCompactionBody`): `summarizeWithLlm`'s raw output with `llmStreamCall: true`, its cap and usage; from a
+    `summarize()` hook, its raw output when it returns one, and nothing else."""
+    if hook == "bare":
+        return {}
+    if hook == "raw":
+        return {"rawOutput": list(summarized.raw_output)}
+    fields = {"rawOutput": list(summarized.raw_output), "llmStreamCall": True, "maxTokens": summarized.max_tokens}
+    return fields if summarized.usage is None else {**fields, "usage": summarized.usage}
+
+
 def _message_text(message: dict) -> str:
     parts = []
     for block in message.get("content", []):
@@ -191,6 +203,9 @@ class ScriptedSummarizer:
     default: SummaryScript = field(default_factory=SummaryScript)
     provider: str | None = AGENT_OPTIONS[0]
     model: str | None = AGENT_OPTIONS[1]
+    hook: str = "llm"
+    """What the engine's `summarize()` returns (spec 8.5): ``llm`` `summarizeWithLlm`'s whole result; ``bare`` a
+    subclass's summary, provider and model; ``raw`` those and the raw output (`runtime.codec.SUMMARIZE_HOOKS`)."""
     reroute: tuple[str, str] | None = None
     """The provider/model an `llm/stream` middleware rewrites the summary request to (spec 8.5: the recorded route is
     read back from the mutated options, as a real runtime's mock provider does); None: nothing reroutes it."""

@@ -23,7 +23,7 @@ from .region import Selection, lock_is_live
 from .seams import active
 from .session import Session, append
 from .summary_request import record_request, summary_request
-from .summarizer import ScriptedSummarizer, checkpoint_message, run_script, summarization_input, summary_target
+from .summarizer import ScriptedSummarizer, call_provenance, checkpoint_message, run_script, summarization_input, summary_target
 
 AUTOMATIC = "current-turn"
 MANUAL = None
@@ -200,13 +200,10 @@ def compact_surface_region(
         stage = "commit"
         summary_data = dict(lifecycle)
         summary_data.pop("turn")
-        summary_data.update({"summary": list(summarized.summary), "rawOutput": list(summarized.raw_output),
-                             "llmStreamCall": True, "shadowedRange": {"start": start, "end": end},
+        summary_data.update({"summary": list(summarized.summary), "shadowedRange": {"start": start, "end": end},
                              "shadowedSeqs": list(selection.shadowed), "shadowedTokenCount": shadowed_tokens,
                              "provider": summarized.provider, "model": summarized.model,
-                             "maxTokens": summarized.max_tokens})
-        if summarized.usage is not None:
-            summary_data["usage"] = summarized.usage
+                             **call_provenance(summarized, summarizer.hook)})
         session, summary_event = _append(session, faults, "compaction/summary", "compaction/summary", summary_data)
         labels.append(f"compaction/summary at seq {summary_event.seq}: shadow price {shadowed_tokens} armed for "
                       f"{start}-{end}")

@@ -288,6 +288,21 @@ def agent_options(args: dict) -> tuple[str | None, str | None] | None:
     return agent.get("provider"), agent.get("model")
 
 
+SUMMARIZE_HOOKS = ("llm", "bare", "raw")
+"""What the engine's `summarize()` returns (spec 8.5: "`summarize()` is the sole subclass customization hook"):
+``llm`` dsh's own (`summarizeWithLlm`: the summary, its raw output, route, cap, usage, `llmStreamCall: true`);
+``bare`` a subclass returning the summary, provider and model only; ``raw`` those and the raw output."""
+
+
+def summarize_hook(args: dict) -> str | None:
+    """``configure``'s optional ``summarize``: which :data:`SUMMARIZE_HOOKS` the engine has from now on; None when
+    not given (the engine keeps the one it has)."""
+    hook = require(args, "summarize", str, optional=True)
+    if hook is not None and hook not in SUMMARIZE_HOOKS:
+        raise ProtocolError("bad-args", f"summarize is one of {list(SUMMARIZE_HOOKS)}")
+    return hook
+
+
 def configure_args(args: dict) -> tuple[Any, dict | None, tuple]:
     """``configure {policy, context_window?, route?, summaries?}`` → (RuntimePolicy, capacity, queue).
 

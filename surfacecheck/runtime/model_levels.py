@@ -29,7 +29,7 @@ from surfacecheck.model.transaction import TransactionOptions
 from ..core.protocol import ProtocolError, bind_level_ops
 from .codec import (agent_options, claimed_messages, command_raw_input, compact_now_json, compaction_result,
                     configure_args, context_sections, failure, faults, refusal, require, signal_passed, snapshot_id,
-                    step_marker, summary_scripts)
+                    step_marker, summarize_hook, summary_scripts)
 
 _CODE_BY_TEXT = {text: code for code, text in MESSAGES.items()}
 
@@ -43,6 +43,7 @@ class LevelState:
         self.env = Environment()
         self.queue: tuple[SummaryScript, ...] = ()
         self.agent: tuple = AGENT_OPTIONS  # the agent's AgentOptions provider and model (None: unset)
+        self.hook = "llm"  # what the engine's summarize() returns (codec.SUMMARIZE_HOOKS)
         self.reopen()
 
     def reopen(self) -> None:
@@ -81,7 +82,8 @@ class _Ops:
         scripts = own if own is not None else self.state.queue
         default = SummaryScript()
         return ScriptedSummarizer(scripts=(default,) * self.state.starts + tuple(scripts),
-                                  provider=self.state.agent[0], model=self.state.agent[1]), own is None
+                                  provider=self.state.agent[0], model=self.state.agent[1],
+                                  hook=self.state.hook), own is None
 
     def _run(self, args: dict, transition) -> tuple[Any, dict]:
         """Run ``transition(session, summarizer, faults)`` -> Outcome-like; adopt its session; common fields."""
@@ -162,11 +164,13 @@ class _Ops:
             policy, capacity, queue = configure_args(args)
         except ModelError as exc:
             return refusal(exc)
-        agent = agent_options(args)
+        agent, hook = agent_options(args), summarize_hook(args)
         self.state.env = Environment(policy=policy, capacity=capacity)
         self.state.queue = queue or ()
         if agent is not None:
             self.state.agent = agent
+        if hook is not None:
+            self.state.hook = hook
         return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}
 
     def pre_step(self, args: dict) -> dict:

@@ -127,6 +127,7 @@ ARGS: dict[str, dict] = {
                       route={"oneOf": [{"type": "null"}, _obj(("provider", "model"), provider={"type": "string"},
                                                                 model={"type": "string"})]},
                       agent=_obj(provider={"type": "string"}, model={"type": "string"}),
+                      summarize={"enum": ["llm", "bare", "raw"]},
                       summaries=SUMMARIES, summary=RUN_ARGS["summary"]),
     "pre_step": _obj(context={"type": ["array", "null"], "items": _obj(("name", "text"), name={"type": "string"},
                                                                         text={"type": "string"})},

@@ -36,6 +36,7 @@ export class Composition {
     this.capacity = null;       // Map "provider\0model" -> window, when configure named a route
     this.queue = [];            // the standing summary queue
     this.agentOptions = { ...AGENT_OPTIONS }; // the agent's AgentOptions provider/model (configure's `agent`)
+    this.summarizeHook = 'llm'; // what the engine's summarize() returns (configure's `summarize`)
     this.op = null;             // per-op world state (scripts, faults, controllers, observations)
     this.starts = 0;
     this.appendErrors = new WeakSet();
@@ -61,10 +62,16 @@ export class Composition {
     }
     class ScriptedEngine extends Basic.BasicCompactionEngine {
       async summarize(input, agent, signal) {
-        try { return await super.summarize(input, agent, signal); } catch (error) {
+        let summarized;
+        try { summarized = await super.summarize(input, agent, signal); } catch (error) {
           if (!(signal?.aborted && error === signal.reason) && !composition.appendErrors.has(error)) composition.summarizerErrors.add(error);
           throw error;
         }
+        // the subclass hook (spec 8.5): `bare` returns the summary and its route only, `raw` its raw output too
+        const { summary, provider, model, rawOutput } = summarized;
+        if (composition.summarizeHook === 'bare') return { summary, provider, model };
+        if (composition.summarizeHook === 'raw') return { summary, provider, model, rawOutput };
+        return summarized;
       }
       async compactIfNeeded(agent, trigger, signal) {
         const record = composition.op?.record;
@@ -286,4 +293,5 @@ Composition.prototype.resetConfig = function resetConfig() {
   this.capacity = null;
   this.queue = [];
   this.agentOptions = { ...AGENT_OPTIONS };
+  this.summarizeHook = 'llm';
 };

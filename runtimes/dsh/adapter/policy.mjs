@@ -40,6 +40,10 @@ function parseClaimed(args) {
   return structuredClone(c);
 }
 
+/** What the engine's summarize() returns (spec 8.5, the subclass customization hook): `llm` dsh's own
+ * summarizeWithLlm result; `bare` a subclass's summary, provider and model; `raw` those and the raw output. */
+const SUMMARIZE_HOOKS = ['llm', 'bare', 'raw'];
+
 export function ops(world) {
   const comp = composition(world);
   const { mods } = world.dsh;
@@ -75,6 +79,8 @@ export function ops(world) {
     const agent = req(args, 'agent', 'object', { optional: true, def: null });
     if (agent !== null && (Object.keys(agent).some((k) => k !== 'provider' && k !== 'model')
         || Object.values(agent).some((v) => typeof v !== 'string'))) throw new ProtocolError('bad-args', 'agent is {provider?: string, model?: string}');
+    const hook = req(args, 'summarize', 'string', { optional: true, def: null });
+    if (hook !== null && !SUMMARIZE_HOOKS.includes(hook)) throw new ProtocolError('bad-args', `summarize is one of ${JSON.stringify(SUMMARIZE_HOOKS)}`);
     comp.policy = config;
     comp.prunerConfig = toolResultPruner;
     comp.window = route === null ? window : null;
@@ -84,6 +90,7 @@ export function ops(world) {
       comp.agentOptions = { ...agent };
       comp.agent.options = { ...agent };
     }
+    if (hook !== null) comp.summarizeHook = hook;
     await comp.plugEngine();
     return { configured: true, auto: resolved.auto, generation: world.session.surface.replaceGeneration };
   }

@@ -148,6 +148,15 @@ def agent_form(window: int) -> dict | None:
     return AGENT_FORMS[window % len(AGENT_FORMS)]
 
 
+SUMMARIZE_FORMS = ("llm", "bare", "llm", "raw", "llm", "llm", "llm")
+"""What the engine's `summarize()` returns in an example (spec 8.5, the subclass hook): dsh's own most often."""
+
+
+def summarize_form(window: int) -> str:
+    """The summarize() hook of an example, a function of its drawn window (no draw of its own)."""
+    return SUMMARIZE_FORMS[window // 7 % len(SUMMARIZE_FORMS)]
+
+
 def with_target_overrides(policy: dict, window: int) -> tuple[dict, bool]:
     """``policy`` with per-model overrides whose figures tell the targets apart (spec 9.1 `conversationTarget`: the
     routed model, else the agent's own), and whether the example starts unrouted: a function of the drawn window
@@ -179,6 +188,8 @@ class PolicyMachine(Boundaries, LogMachine):
         agent = agent_form(window)
         if agent is not None:
             args["agent"] = agent
+        if summarize_form(window) != "llm":
+            args["summarize"] = summarize_form(window)
         if routed:
             args["route"] = {"provider": ev.PROVIDER, "model": ev.MODELS[0]}
         if queue:

@@ -15,7 +15,7 @@ from surfacecheck.model.summary_request import recording
 
 from ...core.protocol import ProtocolError, bind_level_ops
 from ..codec import (agent_options, claimed_messages, configure_args, context_sections, fault_fields, refusal, require,
-                     signal_passed, snapshot_id, step_marker, summary_scripts)
+                     signal_passed, snapshot_id, step_marker, summary_scripts, summarize_hook)
 from .compaction import NO_FAULTS, Faults
 from .policy import COMMAND_TEXTS
 from .seed import reopen
@@ -120,11 +120,13 @@ class LevelOps:
             policy, capacity, queue = configure_args(args)
         except ModelError as exc:
             return refusal(exc)
-        agent = agent_options(args)
+        agent, hook = agent_options(args), summarize_hook(args)
         self.rt.engine.policy, self.rt.engine.capacity = policy, capacity
         self.queue = queue or ()
         if agent is not None:
             self.rt.engine.agent = agent
+        if hook is not None:
+            self.rt.engine.summarize_hook = hook
         return {"configured": True, "auto": policy.compaction.auto, "generation": self.rt.session.generation}
 
     def pre_step(self, args: dict) -> dict:

@@ -45,6 +45,7 @@ class Engine:
         self.policy = RuntimePolicy()
         self.capacity: dict | None = None
         self.agent: tuple = AGENT_OPTIONS  # the agent's AgentOptions provider and model (None: unset)
+        self.summarize_hook = "llm"  # what this engine's summarize() returns (codec.SUMMARIZE_HOOKS)
         self.logged: list[dict] = []  # the listeners' logger lines of the op under way
         self.reopen()
 

@@ -117,13 +117,16 @@ class Transaction:
             self.assert_stable(manual, selection, before, selected)
             stage = "commit"
             summary_data = {key: value for key, value in lifecycle.items() if key != "turn"}
-            summary_data.update({"summary": list(summarized.summary), "rawOutput": list(summarized.raw_output),
-                                 "llmStreamCall": True, "shadowedRange": {"start": start, "end": end},
+            summary_data.update({"summary": list(summarized.summary), "shadowedRange": {"start": start, "end": end},
                                  "shadowedSeqs": list(selection.shadowed), "shadowedTokenCount": shadowed_tokens,
-                                 "provider": summarized.provider, "model": summarized.model,
-                                 "maxTokens": summarized.max_tokens})
-            if summarized.usage is not None:
-                summary_data["usage"] = summarized.usage
+                                 "provider": summarized.provider, "model": summarized.model})
+            hook = self.rt.engine.summarize_hook  # `callProvenance`: what summarize() returned of its call
+            if hook != "bare":
+                summary_data["rawOutput"] = list(summarized.raw_output)
+            if hook == "llm":
+                summary_data.update(llmStreamCall=True, maxTokens=summarized.max_tokens)
+                if summarized.usage is not None:
+                    summary_data["usage"] = summarized.usage
             summary_event = self.append("compaction/summary", "compaction/summary", summary_data)
             self.append("checkpoint", "user/message", checkpoint, {"op": "replace", "start": start, "end": end},
                         [start_event["seq"], summary_event["seq"], *selection.shadowed])
