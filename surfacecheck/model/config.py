@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .errors import CompactionConfigError, TargetPressureConfigError
-from .prune_content import PrunerConfig, resolve_pruner_config
+from .prune_content import PrunerConfig, pruner_schema, resolve_pruner_config
 
 POLICY_KEYS = ("thresholdRatio", "retainRatio", "retainTokens", "summarizationProvider", "summarizationModel",
                "maxTokens", "compactionRetries", "maxOverflowRetries")
@@ -212,4 +212,6 @@ class RuntimePolicy:
         obj = dict(obj or {})
         pruner = obj.pop("toolResultPruner", None)
         window = obj.pop("contextWindow", None)
-        return cls(resolve_config(obj), None if pruner is None else resolve_pruner_config(pruner), window)
+        # a configured pruner is a plugged service: cordis checks its `Config` schema before `resolveConfig` (spec 6)
+        return cls(resolve_config(obj), None if pruner is None else resolve_pruner_config(pruner_schema(pruner)),
+                   window)

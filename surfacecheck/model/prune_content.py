@@ -78,6 +78,37 @@ def _integer(name: str, value: Any, minimum: int) -> int:
     return int(value)
 
 
+_SCHEMA = (("thresholdChars", 1), ("headChars", 0), ("tailChars", 0))
+"""`ToolResultPruner.Config` (schemastery): each key a number, at least its minimum, a multiple of 1."""
+
+
+def pruner_schema(obj: Any) -> dict[str, Any]:
+    """`ToolResultPruner.Config` (spec 6): the schema cordis checks a plugged pruner's config with before the
+    constructor's `resolveConfig`. An object whose present, non-null values are numbers, each at least its minimum and
+    a multiple of 1, in declaration order; the first failure is schemastery's message. The valid config comes back
+    with the defaults filled in (null takes the default) and the keys the schema does not declare kept, for
+    `resolveConfig` to refuse."""
+    if not isinstance(obj, dict):
+        raise PrunerConfigError(f"expected object but got {_js_template(obj)}")
+    out = dict(obj)
+    defaults = PrunerConfig()
+    for key, minimum in _SCHEMA:
+        value = obj.get(key)
+        if value is None:
+            out[key] = getattr(defaults, _CONFIG_KEYS[key])
+            continue
+        problem = None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            problem = "number"
+        elif value < minimum:
+            problem = f"number >= {minimum}"
+        elif not _is_integer(value):
+            problem = "number multiple of 1"
+        if problem is not None:
+            raise PrunerConfigError(f"$.{key} expected {problem} but got {_js_template(value)}")
+    return out
+
+
 def resolve_pruner_config(obj: Mapping[str, Any] | None = None) -> PrunerConfig:
     """`resolveConfig` (spec 6, config.ts): unknown keys, defaults for missing/null, integer checks, budget.
 

@@ -63,7 +63,8 @@ export function ops(world) {
     }
     if (toolResultPruner !== null) {
       try {
-        prunerPkg.resolveConfig(toolResultPruner);
+        // the service's Config schema first, as cordis checks a plugin's config before its constructor (spec 6)
+        prunerPkg.resolveConfig(prunerPkg.ToolResultPruner.Config(toolResultPruner));
       } catch (err) {
         return refusal('PrunerConfigError', 'pruner-config', null, err.message);
       }

@@ -35,6 +35,10 @@ class CompactionMachine(LogMachine):
 
     @rule(budgets=ev.weighted(pruner_budgets, bad_budgets, 5))
     def prune(self, budgets):
+        """`pruneSession` over budgets `resolveConfig` takes or refuses (spec 6); no schema stands before it here (the
+        pruner's methods over a resolved config), so its integer checks of every field are met here."""
+        if budgets == {"thresholdChars": 0}:
+            budgets = self.pick("refused pruner budget", (budgets, {"tailChars": 1.5}))
         self.do("prune", {"pruner": budgets}, f"pruneSession with {budgets}")
 
     @rule(retain=st.integers(0, 120), arbitrary=ev.rarely,
