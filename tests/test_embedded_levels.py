@@ -225,3 +225,28 @@ def test_result_kinds_on_a_hand_built_session():
 def test_configure_matches_model(policy):
     """`configure` accepts or refuses each policy exactly as the model's `RuntimePolicy.from_json` does."""
     lockstep([("configure", {"policy": policy, "context_window": 2000})])
+
+
+def test_a_pruned_list_text_that_outgrows_the_threshold_fails_the_pass_after_what_landed():
+    """Spec 6 step 4: a tool result whose text is a list (no live append checks its shape, §15 G18) is cut by its
+    elements; kept strings longer than one character can outgrow the threshold, and pruneContent's guard throws out
+    of the pass: the results pruned before it stay, the pass fails (both runtimes alike)."""
+    def result(call_id: str, text) -> tuple[str, dict]:
+        return ("append", {"event": {"type": "tool/result", "surfaceOp": "append", "data": {
+            "turn": 1, "step": 1, "message": {"id": f"r-{call_id}", "role": "user",
+                                              "source": {"kind": "tool", "callId": call_id},
+                                              "content": [{"type": "tool-result", "toolCallId": call_id,
+                                                           "content": [{"type": "text", "text": text}],
+                                                           "isError": False}]}}}})
+    calls = {"type": "assistant/message", "surfaceOp": "append", "data": {"turn": 1, "step": 1, "message": {
+        "id": "a", "role": "assistant", "source": {"kind": "model", "provider": "p", "model": "m"},
+        "content": [{"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in ("c1", "c2")]}}}
+    model, embedded = lockstep([("append", {"event": {"type": "step/start", "data": {"turn": 1, "step": 1}}}),
+                                ("append", {"event": calls}), result("c1", "x" * 100), result("c2", ["abcd"] * 100)])
+    budgets = {"pruner": {"thresholdChars": 60, "headChars": 5, "tailChars": 5}}
+    answer = call(model, "prune", budgets)
+    assert answer == call(embedded, "prune", budgets)
+    assert answer["kind"] == "failed" and [e["originalSeq"] for e in answer["pruned"]] == [2]
+    assert answer["failure"] == {"type": "PruneGuardError", "rule": "tool-result-prune", "seq": None,
+                                 "message": "tool-result prune: replacement must be smaller and within threshold"}
+    assert answer["appended"] == ["compaction/prune", "tool/result"] and "charsRemoved" not in answer

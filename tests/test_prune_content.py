@@ -15,6 +15,7 @@ from surfacecheck.model.prune_content import (
     PrunerConfig,
     measure_content,
     prune_content,
+    pruner_schema,
     resolve_pruner_config,
 )
 
@@ -124,6 +125,44 @@ def test_guards_raise_dsh_messages():
         prune_content([text("x" * 20)], PrunerConfig(threshold_chars=10, head_chars=30, tail_chars=30))
     with pytest.raises(PruneGuardError, match="^tool-result prune: replacement must be smaller and within threshold$"):
         prune_content([text("x" * 20)], PrunerConfig(threshold_chars=10, head_chars=5, tail_chars=5))
+
+
+def test_a_list_text_is_cut_by_its_elements_and_joined():
+    """A text block whose `text` is a list (live appends check no message shape, §15 G18): `Array.from` gives its
+    elements, so the pruner measures and cuts it by them and joins what it keeps into a string."""
+    config = PrunerConfig(threshold_chars=50, head_chars=3, tail_chars=2)
+    listed = [{"type": "text", "text": ["ab"] * 60}]
+    assert measure_content(listed) == 60
+    out = prune_content(listed, config)
+    assert out == [{"type": "text", "text": "ababab" + PRUNE_MARKER + "abab"}]
+    # kept strings longer than one character can outgrow the threshold: dsh's guard throws
+    with pytest.raises(PruneGuardError, match="^tool-result prune: replacement must be smaller and within threshold$"):
+        prune_content([{"type": "text", "text": ["abcdef"] * 60}], config)
+    with pytest.raises(PruneGuardError, match="within threshold"):  # not smaller than what it replaces
+        prune_content([{"type": "text", "text": ["abcdefghij"] * 51}], config)
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"thresholdChars": 0}, "$.thresholdChars expected number >= 1 but got 0"),
+    ({"thresholdChars": 0.5}, "$.thresholdChars expected number >= 1 but got 0.5"),
+    ({"headChars": 2.5, "tailChars": -3}, "$.headChars expected number multiple of 1 but got 2.5"),
+    ({"tailChars": "5"}, "$.tailChars expected number but got 5"),
+    ({"thresholdChars": [1]}, "$.thresholdChars expected number but got 1"),
+    ({"thresholdChars": {"a": 1}}, "$.thresholdChars expected number but got [object Object]"),
+    ("x", "expected object but got x"),
+    ([1, 2], "expected object but got 1,2"),
+])
+def test_the_config_schema_words_refusals_as_schemastery(raw, message):
+    """`ToolResultPruner.Config` (what cordis checks a plugged pruner's config with, before `resolveConfig`): its
+    first failure in declaration order, word for word (checked against schemastery 0.1.0-rc.8's own output)."""
+    with pytest.raises(PrunerConfigError) as info:
+        pruner_schema(raw)
+    assert str(info.value) == message
+
+
+def test_the_config_schema_fills_defaults_and_keeps_undeclared_keys():
+    assert pruner_schema({"thresholdChars": None, "foo": 1}) == {
+        "thresholdChars": 8192, "headChars": 4096, "tailChars": 1024, "foo": 1}
 
 
 # -- resolveConfig validation ----------------------------------------------------------------

@@ -28,8 +28,9 @@ def _tokens_for_length(length: int) -> int:
 
 
 def _text_tokens(text: Any) -> int:
-    """Price a string by its JS `.length` (estimate.ts); non-strings are a type error."""
-    if not isinstance(text, str):
+    """Price a string by its JS `.length` (estimate.ts), an array by its number of elements (a text block whose
+    `text` is a list, which live appends let through, §15 G18); anything else is a type error."""
+    if not isinstance(text, (str, list)):
         raise TypeError(f"expected a string to price, got {type(text).__name__}")
     return _tokens_for_length(active().js_length(text))
 

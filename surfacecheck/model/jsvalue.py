@@ -13,18 +13,49 @@ from typing import Any, Callable
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
-def js_length(text: str) -> int:
+def js_length(text: str | list) -> int:
     """`text.length` in JavaScript: UTF-16 code units (astral characters count 2, a lone surrogate 1).
     ASCII text is its own length; otherwise the UTF-16 encoding's size (surrogatepass keeps a lone surrogate
-    one unit, as JavaScript does)."""
+    one unit, as JavaScript does). An array's is its number of elements (a text block whose `text` is a list:
+    live appends do not check message shapes, §15 G18)."""
+    if isinstance(text, list):
+        return len(text)
     if text.isascii():
         return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def code_points(text: str) -> int:
-    """`Array.from(text).length`: Unicode code points."""
+def code_points(text: str | list) -> int:
+    """`Array.from(text).length`: Unicode code points; an array's elements."""
     return len(text)
+
+
+def array_from(text: str | list) -> list:
+    """`Array.from(text)`: a string's code points, an array's elements."""
+    return list(text)
+
+
+def js_string(value: Any) -> str:
+    """`String(value)` (and `${value}`) for a JSON value: an array's elements joined by commas, null and undefined
+    elements as empty (`Array.prototype.join`), an object `[object Object]`."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, (int, float)):
+        return _js_number(value)
+    if isinstance(value, (list, tuple)):
+        return js_join(value, ",")
+    return "[object Object]"
+
+
+def js_join(items: list | tuple, separator: str = ",") -> str:
+    """`items.join(separator)`: each element as `String(element)`, null and undefined as empty."""
+    return separator.join("" if item is None else js_string(item) for item in items)
 
 
 def is_safe_integer(value: Any) -> bool:

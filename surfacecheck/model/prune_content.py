@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .errors import ModelError, PrunerConfigError
-from .jsvalue import code_points, js_stringify
+from .jsvalue import array_from, code_points, js_join, js_string
 
 PRUNE_MARKER = "\n\n[... tool result middle pruned ...]\n\n"
 
@@ -36,23 +36,6 @@ class PrunerConfig:
     tail_chars: int = 1024
 
 
-def _js_template(value: Any) -> str:
-    """`${value}` in a JS template literal, for the values a config can carry."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, (int, float)):
-        return js_stringify(value)
-    if value is None:
-        return "null"
-    if isinstance(value, (list, tuple)):
-        return ",".join("" if item is None else _js_template(item) for item in value)
-    return "[object Object]"
-
-
 def _is_integer(value: Any) -> bool:
     """`Number.isInteger(value)`: a finite integral number (bool and numeric strings are not)."""
     if isinstance(value, bool):
@@ -74,7 +57,7 @@ def _integer(name: str, value: Any, minimum: int) -> int:
     """config.ts `assertPositiveInteger` (minimum 1) / `assertNonNegativeInteger` (minimum 0)."""
     if not _is_integer(value) or value < minimum:
         kind = "a positive integer" if minimum == 1 else "a non-negative integer"
-        raise PrunerConfigError(f"ToolResultPruneConfig: {name} ({_js_template(value)}) must be {kind}")
+        raise PrunerConfigError(f"ToolResultPruneConfig: {name} ({js_string(value)}) must be {kind}")
     return int(value)
 
 
@@ -89,7 +72,7 @@ def pruner_schema(obj: Any) -> dict[str, Any]:
     with the defaults filled in (null takes the default) and the keys the schema does not declare kept, for
     `resolveConfig` to refuse."""
     if not isinstance(obj, dict):
-        raise PrunerConfigError(f"expected object but got {_js_template(obj)}")
+        raise PrunerConfigError(f"expected object but got {js_string(obj)}")
     out = dict(obj)
     defaults = PrunerConfig()
     for key, minimum in _SCHEMA:
@@ -105,7 +88,7 @@ def pruner_schema(obj: Any) -> dict[str, Any]:
         elif not _is_integer(value):
             problem = "number multiple of 1"
         if problem is not None:
-            raise PrunerConfigError(f"$.{key} expected {problem} but got {_js_template(value)}")
+            raise PrunerConfigError(f"$.{key} expected {problem} but got {js_string(value)}")
     return out
 
 
@@ -164,14 +147,14 @@ def prune_content(
         if block.get("type") != "text":
             pruned.append(block)
             continue
-        points = block["text"]
+        points = array_from(block["text"])  # code points (an array text: its elements, §15 G18)
         start, end = consumed, consumed + len(points)
         head_end = _clamp(removed_start - start, len(points))
         tail_start = _clamp(removed_end - start, len(points))
         intersects = start < removed_end and end > removed_start
         marker = PRUNE_MARKER if intersects and not marker_inserted else ""
         marker_inserted = marker_inserted or bool(marker)
-        text = points[:head_end] + marker + points[tail_start:]
+        text = js_join(points[:head_end], "") + marker + js_join(points[tail_start:], "")
         if text:
             pruned.append({**block, "text": text})
         consumed = end

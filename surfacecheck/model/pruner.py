@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .errors import ModelError
 from .estimate import estimate_message
-from .prune_content import PrunerConfig, measure_content, prune_content
+from .prune_content import PruneGuardError, PrunerConfig, measure_content, prune_content
 from .session import Session, append
 from .transaction import Faults, NO_FAULTS, Outcome, _AppendRefused
 
@@ -47,7 +47,12 @@ def prune_session(session: Session, config: PrunerConfig, faults: Faults = NO_FA
         original = session.log[seq]
         message = original.data["message"]
         block = message["content"][0]
-        new_content = prune_content(block["content"], config)
+        try:
+            # pruneContent's own guards throw out of the pass too (spec 6 step 4): what landed before stays
+            new_content = prune_content(block["content"], config)
+        except PruneGuardError as error:
+            labels.append(f"prune of {seq} failed: {error.message}")
+            return Outcome(session, value=PruneResult(tuple(pruned)), error=error, labels=tuple(labels))
         if new_content is None:
             continue
         try:

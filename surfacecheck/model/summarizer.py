@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import SummarizerError
 from .estimate import canonical_header
+from .jsvalue import js_join
 from .seams import active
 from .session import Session, request_header
 from .surface import derive_event_message
@@ -155,6 +156,7 @@ def call_provenance(summarized: Summarized, hook: str) -> dict:
 
 
 def _message_text(message: dict) -> str:
+    """The text a message gives the digest; a text that is not a string reads as JavaScript's `String()` of it."""
     parts = []
     for block in message.get("content", []):
         if block.get("type") in ("text", "reasoning"):
@@ -162,8 +164,9 @@ def _message_text(message: dict) -> str:
         elif block.get("type") == "tool-call":
             parts.append(f"[call {block.get('name', '')}]")
         elif block.get("type") == "tool-result":
-            parts.append(" ".join(b.get("text", "") for b in block.get("content", []) if b.get("type") == "text"))
-    return " ".join(parts)
+            parts.append(js_join([b.get("text", "") for b in block.get("content", []) if b.get("type") == "text"],
+                                 " "))
+    return js_join(parts, " ")
 
 
 def digest(inp: SummarizationInput, ratio: float) -> str:

@@ -3,7 +3,7 @@
 // All dsh calls; the adapter supplies the world (scripts, faults, signals) and reads the results.
 import { ProtocolError, refusal } from './refusal.mjs';
 import { composition } from './engine.mjs';
-import { failureOf, isAbort, parseFaults, resultJson } from './failures.mjs';
+import { failureOf, isAbort, isPruneGuard, parseFaults, resultJson } from './failures.mjs';
 import { parseScripts } from './summarizer.mjs';
 import { install as installIds } from './ids.mjs';
 import { logOps } from './log.mjs';
@@ -113,7 +113,7 @@ export function ops(world) {
         error = err;
       }
     });
-    if (error !== null && !comp.appendErrors.has(error)) {
+    if (error !== null && !comp.appendErrors.has(error) && !isPruneGuard(error)) {
       return refusal('ModelError', 'message-shape', null,
         `the log holds an event whose shape dsh cannot read: ${error?.name ?? 'Error'}: ${error?.message ?? error}`);
     }

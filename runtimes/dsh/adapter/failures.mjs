@@ -6,6 +6,10 @@ import { appendRefusal, METER, meterStuckSeq } from './refusal.mjs';
 
 export const isAbort = (error) => error?.name === 'AbortError';
 
+/** pruneContent's own post-condition guards (spec 6 step 4): plain Errors prefixed "tool-result prune:". */
+export const isPruneGuard = (error) => error instanceof Error && error.constructor === Error
+  && error.message.startsWith('tool-result prune:');
+
 export function failureOf(comp, error) {
   if (error === undefined || error === null) return null;
   const { mods } = comp.world.dsh;
@@ -15,6 +19,7 @@ export function failureOf(comp, error) {
   if (error instanceof AppendRefused) return make('_AppendRefused', 'append-refused');
   if (error instanceof mods['dsh-compaction'].ManualCompactionError) return make('ManualCompactionError', `manual-compaction-${error.code}`);
   if (isAbort(error)) return make('AbortError', 'aborted');
+  if (isPruneGuard(error)) return make('PruneGuardError', 'tool-result-prune');
   if (comp.appendErrors.has(error)) return appendRefusal(error, comp.appendSeqs.get(error) ?? null).error;
   if (error instanceof basic.TargetPressureConfigError) return make('TargetPressureConfigError', 'target-pressure-config');
   if (error instanceof basic.SurfaceChangedError) return make('SurfaceChangedError', 'surface-changed');

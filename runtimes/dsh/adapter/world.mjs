@@ -5,7 +5,8 @@ import { foldError, CLAIM } from './refusal.mjs';
 
 /** The projection units the adapter reads, folded per committed event with dsh's own unit definitions
  * (TokenMeter registers them with `sessionProjections`). A unit whose `apply` throws is stuck from that
- * event on: the protocol's "null once its claim fold threw; it stays null" (spec 5.1). */
+ * event on: the protocol's "null once its claim fold threw; it stays null" (spec 5.1); one the meter did not
+ * register is stuck from the start. */
 const UNITS = ['contextPressure', 'tokenUsage', 'contextBreakdown'];
 
 export class World {
@@ -28,8 +29,10 @@ export class World {
     this.units = {};
     for (const key of UNITS) {
       const reg = ctx.sessionProjections.registrations.get(key);
-      if (!reg) throw new Error(`dsh's token meter registered no '${key}' projection unit`);
-      this.units[key] = { def: reg.def, state: reg.def.init(), error: null, changedAt: null };
+      // a unit the meter did not register has no value to read: answered as stuck from the start (its part null)
+      this.units[key] = reg ? { def: reg.def, state: reg.def.init(), error: null, changedAt: null }
+        : { def: null, state: null, changedAt: null,
+          error: { type: 'ModelError', rule: 'unregistered', seq: null, message: `dsh's token meter registered no '${key}' projection unit` } };
     }
     ctx.on('session/event', (session, event) => {
       if (session === this.session) this.observe(event);

@@ -37,6 +37,10 @@ LIVE_HEADERS = ("the logged header", "another header")
 """The headers the live session is measured under (spec 4.3: the anchor holds under the logged one only)."""
 
 
+LISTED_TEXT = 160
+"""The elements of a tool result's text given as a list: over the pruner thresholds the compaction level draws
+(39-300 code points) about half the time, its kept strings outgrowing them now and then."""
+
 class LogMachine(LockstepMachine):
     level = "log"
     open_calls = Bundle("open_calls")
@@ -214,11 +218,24 @@ class LogMachine(LockstepMachine):
 
     @rule(call=consumes(open_calls), text=ev.bodies)
     def tool_result(self, call, text):
+        """A tool call and its result; now and then the result's text a list of short strings (a shape no append
+        checks, §15 G18): the meter prices it by its elements, the pruner cuts it by them and joins what it keeps."""
         turn, step = self.turn, self.step
+        text, shape = self.result_text(text)
         call_seq = self.append(ev.tool_call(turn, step, call), f"tool/call {call}")
         if call_seq is not None:
             self.append(ev.tool_result(turn, step, self.fresh("r"), call, text, call_seq),
-                        f"tool/result for {call} citing tool/call {call_seq}")
+                        f"tool/result for {call} citing tool/call {call_seq}{shape}")
+
+    def result_text(self, text):
+        """A tool result's text, now and then as a list of short strings cut from it (a shape no live append checks,
+        §15 G18), long enough for the pruner to cut; and how the label says so."""
+        chunk = self.pick("tool result text", (0, 0, 0, 2, 0, 0, 3)) if isinstance(text, str) and text else 0
+        if not chunk:
+            return text, ""
+        pieces = [text[i:i + chunk] for i in range(0, len(text), chunk)]
+        listed = (pieces * (1 + LISTED_TEXT // len(pieces)))[:LISTED_TEXT]
+        return [{"type": "text", "text": listed}], f" (its text a list of {LISTED_TEXT} {chunk}-character strings)"
 
     @rule(results=st.lists(ev.bodies, min_size=1, max_size=3), text=st.one_of(st.none(), ev.texts),
           usage=st.one_of(st.none(), ev.usage_strategy))
@@ -247,8 +264,9 @@ class LogMachine(LockstepMachine):
         for call, body in zip(ids, results):
             call_seq = self.append(ev.tool_call(self.turn, self.step, call), f"tool/call {call}")
             if call_seq is not None:
+                body, shape = self.result_text(body)
                 self.append(ev.tool_result(self.turn, self.step, self.fresh("r"), call, body, call_seq),
-                            f"tool/result for {call} citing tool/call {call_seq}")
+                            f"tool/result for {call} citing tool/call {call_seq}{shape}")
         self.end_step(False)
 
     @rule(which=st.one_of(st.sampled_from(ev.LOG_ONLY), st.just(None)))

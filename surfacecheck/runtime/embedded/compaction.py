@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from surfacecheck.model.errors import CompactionError, ModelError
 from surfacecheck.model.estimate import canonical_header
-from surfacecheck.model.prune_content import measure_content, prune_content
+from surfacecheck.model.prune_content import PruneGuardError, measure_content, prune_content
 
 from .events import derive_message, price_message
 
@@ -134,7 +134,10 @@ class Compactor:
             original = session.log[seq]
             message = original["data"]["message"]
             block = message["content"][0]
-            new_content = prune_content(block["content"], config)
+            try:  # pruneContent's guards throw out of the pass (spec 6 step 4); what landed before stays
+                new_content = prune_content(block["content"], config)
+            except PruneGuardError as error:
+                return pruned, error
             if new_content is None:
                 continue
             try:
