@@ -301,6 +301,7 @@ HANDED = {
     "cites a chunk twice": (21, "token meter: assistant/message at seq 21 repeats source seq 19"),
     "cites a non-chunk": (21, "token meter: assistant/message at seq 21 source seq 18 is not assistant/chunk"),
     "cites another step's chunk": (21, "token meter: assistant/message at seq 21 source seq 20 belongs to another step"),
+    "cites another turn's chunk": (22, "token meter: assistant/message at seq 22 source seq 21 belongs to another step"),
 }
 """What dsh's meter answers for each handed log (:mod:`properties.stateful.meter_logs`) over the sample's first turn:
 the measurement, or the seq and dsh's words it fails loud with."""

@@ -60,8 +60,15 @@ class LogMachine(LockstepMachine):
         """The request envelope the next request is routed by, its tool schemas absent, empty or one (the state
         picks)."""
         tools = self.pick("header tools", (None, *ev.TOOLS))
-        self.append(ev.header(model, system, "initial", tools),
-                    f"request/header {ev.PROVIDER}/{model}" + ("" if tools is None else f" with {len(tools)} tool(s)"))
+        event = ev.header(model, system, "initial", tools)
+        # now and then a route with an empty provider or model: a live append takes it (spec 1.3, §15 G18), and
+        # `routedTarget` finds no target in it (spec 4.4)
+        empty = self.pick("header route", (None,) * 9 + ("provider", "model"))
+        if empty is not None:
+            event["data"]["header"]["config"][empty] = ""
+        config = event["data"]["header"]["config"]
+        self.append(event, f"request/header {config['provider']}/{config['model']}"
+                           + ("" if tools is None else f" with {len(tools)} tool(s)"))
 
     @precondition(lambda self: not self.step_open)
     @rule()

@@ -18,7 +18,8 @@ HEADERS = ("as logged", "the logged header", "another header")
 """A handed log as logged, measured with no header, with the latest logged one, or with another (spec 4.3)."""
 RANGES = ("replace off the surface", "replace ending off the surface", "reversed replace")
 """A replace appended to the log whose range the meter cannot locate on its surface (spec 4.2 `foldSurfaceTokens`)."""
-CITES = ("cites itself", "cites a later seq", "cites a chunk twice", "cites a non-chunk", "cites another step's chunk")
+CITES = ("cites itself", "cites a later seq", "cites a chunk twice", "cites a non-chunk", "cites another step's chunk",
+         "cites another turn's chunk")
 """What an answer with usage cites that the meter refuses to price from (spec 4.2 `_estimateProviderAssistant`)."""
 KINDS = HEADERS + RANGES + CITES
 
@@ -95,9 +96,12 @@ def _cited(log: list[dict], kind: str) -> tuple[list[dict], None, str]:
     body = {"type": "text-delta", "index": 0, "text": "handed"}
     chunk = _add(log, "assistant/chunk", ev.chunk(turn, 1, body)["data"])
     other = _add(log, "assistant/chunk", ev.chunk(turn, 2, body)["data"])
+    # the same step number of another turn: only the turn tells the chunk's step apart
+    elsewhere = _add(log, "assistant/chunk", ev.chunk(turn + 1, 1, body)["data"]) if kind == CITES[-1] else None
     seq = len(log)
     cites = {"cites itself": [seq], "cites a later seq": [chunk, seq + 1], "cites a chunk twice": [chunk, chunk],
-             "cites a non-chunk": [chunk, start], "cites another step's chunk": [other]}[kind]
+             "cites a non-chunk": [chunk, start], "cites another step's chunk": [other],
+             "cites another turn's chunk": [elsewhere]}[kind]
     answer = ev.assistant_message(turn, 1, "handed-a", "handed", [], {"inputTokens": 50, "outputTokens": 5})
     _add(log, "assistant/message", answer["data"], surfaceOp="append", sourceEventSeqs=cites)
     return log, None, f"a step's answer at {seq} with usage citing {cites} ({kind})"
