@@ -12,6 +12,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
+from surfacecheck.model.errors import ModelError
+from surfacecheck.model.prune_content import PruneGuardError, prune_content, resolve_pruner_config
 from surfacecheck.runtime.codec import CANCELLING
 
 from . import events as ev
@@ -39,7 +41,27 @@ class CompactionMachine(LogMachine):
         pruner's methods over a resolved config), so its integer checks of every field are met here."""
         if budgets == {"thresholdChars": 0}:
             budgets = self.pick("refused pruner budget", (budgets, {"tailChars": 1.5}))
-        self.do("prune", {"pruner": budgets}, f"pruneSession with {budgets}")
+        self.do("prune", {"pruner": budgets}, f"pruneSession with {budgets}{self.outgrown(budgets)}")
+
+    def outgrown(self, budgets: dict) -> str:
+        """How the label tells a pass the pruner's own guard ends (spec 6 step 4): a tool result on the surface whose
+        text is a list of strings, its kept strings outgrowing the threshold; a case of its own for the gate's sweep."""
+        try:
+            config = resolve_pruner_config(budgets)
+        except ModelError:
+            return ""
+        for seq in self.surface():
+            event = self.events.get(seq, {})
+            if event.get("type") != "tool/result":
+                continue
+            content = event["data"]["message"]["content"][0]["content"]
+            if not any(isinstance(block.get("text"), list) for block in content):
+                continue
+            try:
+                prune_content(content, config)
+            except PruneGuardError:
+                return f" (the list text at {seq} outgrows the threshold)"
+        return ""
 
     @rule(retain=st.integers(0, 120), arbitrary=ev.rarely,
           a=st.integers(0, 50), b=st.integers(0, 50), manual=st.booleans(), script=ev.summary_scripts,
