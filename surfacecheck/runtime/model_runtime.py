@@ -173,19 +173,20 @@ class ModelRuntime:
         return {"nodes": list(self.session.nodes), "generation": self.session.generation}
 
     def _cuts(self, args: dict) -> dict:
-        """The N+1 cuts (spec 3), or with ``seqs`` the cuts before and after those seqs, read through a cache of the
-        reader's own (dsh keeps one per session object): ``reads`` is the log reads its refresh made."""
+        """The N+1 cuts (spec 3), or with ``seqs`` the cuts before and after those seqs. ``reads``: the log reads a
+        reader's own cache makes to answer (dsh keeps one balance cache per session object), which the reader keeps
+        apart from the runtime's own (:meth:`current_cuts`, whose balances are answered)."""
         probe = cut_probe(args)
         try:
             cuts = self.current_cuts()
             if probe is None and not cuts.nodes:
                 return {"balanced": [True], "reads": 0}  # nothing asked of dsh: its cache is not touched
             reads = refresh_reads(self.cuts_seen, self.session)
-            self.cuts_seen = seen = active().refresh_cuts(self.cuts_seen, self.session)
+            self.cuts_seen = active().refresh_cuts(self.cuts_seen, self.session)
             if probe is None:
-                return {"balanced": list(seen.balanced), "reads": reads}
-            return {"before": [seen.balanced_before(seq) for seq in probe],
-                    "after": [seen.balanced_after(seq) for seq in probe], "reads": reads}
+                return {"balanced": list(cuts.balanced), "reads": reads}
+            return {"before": [cuts.balanced_before(seq) for seq in probe],
+                    "after": [cuts.balanced_after(seq) for seq in probe], "reads": reads}
         except ModelError as exc:
             return refusal(exc)
         except _FOLD_ERRORS as exc:  # an assistant/message whose content dsh cannot read (spec 3 eventDelta)
