@@ -26,6 +26,11 @@ PREAMBLE = (
 OPEN_TAG = "\n\n<compacted-summary>"
 CLOSE_TAG = "</compacted-summary>"
 CHECKPOINT_PLUGIN = "compact"
+INSTRUCTION_SOURCE = {"kind": "plugin", "plugin": "dsh-compaction-basic"}
+INSTRUCTION_SECTIONS = (
+    "Primary Request and Intent", "Key Technical Concepts", "Files and Code", "Errors and Fixes",
+    "Pending Jobs", "Current Work", "Next Step", "Critical Context",
+)
 
 
 def frame_summary(summary: list[dict]) -> list[dict]:
@@ -100,6 +105,25 @@ def summary_target(session: Session, summarization: tuple[str, str], agent_targe
     raise SummarizerError(NO_TARGET)
 
 
+def summary_request(inp: SummarizationInput, provider: str, model: str, max_tokens: int, session_id: str) -> dict:
+    """The summary call the conversation runtimes' summarizer prompt renders (spec 8.5; seed §8): region messages,
+    then a short stand-in for the fixed English instruction; route, cap, session id and purpose. The request dsh
+    streams, its instruction word for word, is :func:`summary_request.stream_request`."""
+    instruction = {
+        "role": "user", "source": INSTRUCTION_SOURCE,
+        "content": [{"type": "text", "text": "Summarize the conversation above. Sections: "
+                     + ", ".join(INSTRUCTION_SECTIONS)
+                     + ". Merge any prior <compacted-summary> block instead of nesting it."}],
+    }
+    request: dict[str, Any] = {"provider": provider, "model": model, "messages": [*inp.messages, instruction]}
+    if inp.system is not None:
+        request["system"] = inp.system
+    if inp.tools is not None:
+        request["tools"] = list(inp.tools)
+    request.update({"maxTokens": max_tokens, "sessionId": session_id, "purpose": "compaction"})
+    return request
+
+
 # -- the scripted stand-in ---------------------------------------------------------------------
 AGENT_OPTIONS = ("model", "model-summarizer")
 """The agent's provider and model (AgentOptions) unless a driver sets others: the scripted summarizer's route."""
@@ -143,16 +167,24 @@ class Summarized:
     usage: dict | None
 
 
-def call_provenance(summarized: Summarized, hook: str) -> dict:
-    """What `compaction/summary` records of the summarizer's call beside the summary and its route (spec 8.2 step 13,
-    `commitCompactionBody`): `summarizeWithLlm`'s raw output with `llmStreamCall: true`, its cap and usage; from a
-    `summarize()` hook, its raw output when it returns one, and nothing else."""
-    if hook == "bare":
-        return {}
-    if hook == "raw":
-        return {"rawOutput": list(summarized.raw_output)}
-    fields = {"rawOutput": list(summarized.raw_output), "llmStreamCall": True, "maxTokens": summarized.max_tokens}
-    return fields if summarized.usage is None else {**fields, "usage": summarized.usage}
+def summary_event_data(summarized: Summarized, hook: str, lifecycle: dict, shadowed_range: dict, shadowed: list,
+                       shadowed_tokens: int) -> dict:
+    """`compaction/summary`'s data in dsh's key order (spec 8.2 step 13, `commitCompactionBody`): the lifecycle ids,
+    the summary, the call's provenance (`summarizeWithLlm`'s raw output with `llmStreamCall: true`; a `summarize()`
+    hook's raw output when it returns one), the span and its price, the route, then the cap and usage when
+    returned (a hook returns neither)."""
+    data = {**lifecycle, "summary": list(summarized.summary)}
+    if hook != "bare":
+        data["rawOutput"] = list(summarized.raw_output)
+    if hook == "llm":
+        data["llmStreamCall"] = True
+    data.update({"shadowedRange": shadowed_range, "shadowedSeqs": shadowed, "shadowedTokenCount": shadowed_tokens,
+                 "provider": summarized.provider, "model": summarized.model})
+    if hook == "llm":
+        data["maxTokens"] = summarized.max_tokens
+        if summarized.usage is not None:
+            data["usage"] = summarized.usage
+    return data
 
 
 def _message_text(message: dict) -> str:

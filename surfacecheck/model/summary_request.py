@@ -60,7 +60,7 @@ COMPACTION_INSTRUCTION = "\n".join([
 """dsh-compaction-basic's `COMPACTION_INSTRUCTION`, word for word."""
 
 
-def summary_request(system: str | None, tools: tuple | None, messages: tuple, provider: str, model: str,
+def stream_request(system: str | None, tools: tuple | None, messages: tuple, provider: str, model: str,
                     max_tokens: int) -> dict:
     """The stream options `summarizeWithLlm` builds (spec 8.5), without the session id and the signal: region
     messages then the instruction, each as :func:`as_asked`; system and tools only when the header has them."""

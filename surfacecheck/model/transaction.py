@@ -22,8 +22,8 @@ from .event import Event
 from .region import Selection, lock_is_live
 from .seams import active
 from .session import Session, append
-from .summary_request import record_request, summary_request
-from .summarizer import ScriptedSummarizer, call_provenance, checkpoint_message, run_script, summarization_input, summary_target
+from .summary_request import record_request, stream_request
+from .summarizer import ScriptedSummarizer, summary_event_data, checkpoint_message, run_script, summarization_input, summary_target
 
 AUTOMATIC = "current-turn"
 MANUAL = None
@@ -161,7 +161,7 @@ def compact_surface_region(
         inp = summarization_input(session, selection.shadowed)
         # -- step 8: summarize (while it runs, other producers may append) ---------------------
         target = summary_target(session, options.summarization, summarizer.target)
-        record_request(summary_request(inp.system, inp.tools, inp.messages, *target, options.max_tokens))
+        record_request(stream_request(inp.system, inp.tools, inp.messages, *target, options.max_tokens))
         for type_, data, op, *sources in script.concurrent:
             kw = {} if op is None else {"surface_op": op}
             if sources:
@@ -198,12 +198,9 @@ def compact_surface_region(
         _assert_stable(session, options, selection, before, selected)
         # -- step 13: commit, adjacent ----------------------------------------------------------
         stage = "commit"
-        summary_data = dict(lifecycle)
-        summary_data.pop("turn")
-        summary_data.update({"summary": list(summarized.summary), "shadowedRange": {"start": start, "end": end},
-                             "shadowedSeqs": list(selection.shadowed), "shadowedTokenCount": shadowed_tokens,
-                             "provider": summarized.provider, "model": summarized.model,
-                             **call_provenance(summarized, summarizer.hook)})
+        summary_data = summary_event_data(summarized, summarizer.hook,
+                                          {k: v for k, v in lifecycle.items() if k != "turn"},
+                                          {"start": start, "end": end}, list(selection.shadowed), shadowed_tokens)
         session, summary_event = _append(session, faults, "compaction/summary", "compaction/summary", summary_data)
         labels.append(f"compaction/summary at seq {summary_event.seq}: shadow price {shadowed_tokens} armed for "
                       f"{start}-{end}")

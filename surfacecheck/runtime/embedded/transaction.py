@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from surfacecheck.model.errors import (AbortError, CompactionError, ManualCompactionError, ModelError, SummarizerError,
                                        SurfaceChangedError)
 from surfacecheck.model.summarizer import NO_TARGET, checkpoint_message, run_script
-from surfacecheck.model.summary_request import record_request, summary_request
+from surfacecheck.model.summary_request import record_request, stream_request
 
 from .compaction import NO_FAULTS, AppendRefused, Faults, Selection
 from .events import price_message
@@ -97,7 +97,7 @@ class Transaction:
             shadowed_tokens = sum(tokens for _, tokens in selected)
             inp = self.compactor.summarization_input(selection.shadowed)
             route = self.summary_route(options.summarization)
-            record_request(summary_request(inp.system, inp.tools, inp.messages, *route, options.max_tokens))
+            record_request(stream_request(inp.system, inp.tools, inp.messages, *route, options.max_tokens))
             self.concurrent_appends(script)
             if script.outcome in ("cancel", "agent-cancel"):
                 caller_aborted, agent_aborted = True, script.outcome == "agent-cancel"
@@ -117,14 +117,17 @@ class Transaction:
             self.assert_stable(manual, selection, before, selected)
             stage = "commit"
             summary_data = {key: value for key, value in lifecycle.items() if key != "turn"}
-            summary_data.update({"summary": list(summarized.summary), "shadowedRange": {"start": start, "end": end},
-                                 "shadowedSeqs": list(selection.shadowed), "shadowedTokenCount": shadowed_tokens,
-                                 "provider": summarized.provider, "model": summarized.model})
             hook = self.rt.engine.summarize_hook  # `callProvenance`: what summarize() returned of its call
+            summary_data["summary"] = list(summarized.summary)
             if hook != "bare":
                 summary_data["rawOutput"] = list(summarized.raw_output)
             if hook == "llm":
-                summary_data.update(llmStreamCall=True, maxTokens=summarized.max_tokens)
+                summary_data["llmStreamCall"] = True
+            summary_data.update({"shadowedRange": {"start": start, "end": end},
+                                 "shadowedSeqs": list(selection.shadowed), "shadowedTokenCount": shadowed_tokens,
+                                 "provider": summarized.provider, "model": summarized.model})
+            if hook == "llm":
+                summary_data["maxTokens"] = summarized.max_tokens
                 if summarized.usage is not None:
                     summary_data["usage"] = summarized.usage
             summary_event = self.append("compaction/summary", "compaction/summary", summary_data)
